@@ -1,0 +1,87 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "PartitionSync",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "psync", targets: ["psync"]),
+        .library(name: "SyncProtocol", targets: ["SyncProtocol"]),
+        .library(name: "SyncStorage", targets: ["SyncStorage"]),
+        .library(name: "EmbeddedPostgres", targets: ["EmbeddedPostgres"]),
+        .library(name: "SyncTesting", targets: ["SyncTesting"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // Pure types and logic of the wire contract: no I/O. The client SDK depends only on this.
+        .target(
+            name: "SyncProtocol",
+            swiftSettings: swiftSettings
+        ),
+        // The storage engine on PostgreSQL: migrations, objects, cursors, operation batches.
+        .target(
+            name: "SyncStorage",
+            dependencies: [
+                "SyncProtocol",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            resources: [.copy("Migrations")],
+            swiftSettings: swiftSettings
+        ),
+        // A private PostgreSQL cluster started from the installed server binaries.
+        .target(
+            name: "EmbeddedPostgres",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The harness every test suite uses: one embedded cluster per process, a database per test.
+        .target(
+            name: "SyncTesting",
+            dependencies: [
+                "SyncStorage",
+                "EmbeddedPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "psync",
+            dependencies: [
+                "SyncStorage",
+                "EmbeddedPostgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SyncProtocolTests",
+            dependencies: ["SyncProtocol"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SyncStorageTests",
+            dependencies: ["SyncStorage", "SyncTesting", "EmbeddedPostgres"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

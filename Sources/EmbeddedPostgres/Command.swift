@@ -1,0 +1,65 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Runs a program to completion without blocking a thread of the concurrency pool.
+///
+/// Spawned with `posix_spawn` and reaped with `waitpid` on a thread of its own rather than
+/// through Foundation's `Process`, which on Linux can miss the exit of a child whose own
+/// child (the server `pg_ctl start` leaves running) outlives it. Output goes to a temporary
+/// file, not a pipe, for the same reason: the server would hold a pipe open forever.
+enum Command {
+    struct Output {
+        var status: Int32
+        var text: String
+    }
+
+    /// Runs `arguments[0]` with the rest as arguments; `asUser` runs it through `runuser`
+    /// (only possible as root).
+    static func run(_ arguments: [String], asUser user: String? = nil) async throws -> Output {
+        var arguments = arguments
+        if let user { arguments = ["/usr/sbin/runuser", "-u", user, "--"] + arguments }
+        let outputPath = NSTemporaryDirectory() + "psync-command-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let pid = try spawn(arguments, outputPath: outputPath)
+        let status = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+                continuation.resume(returning: status)
+            }
+        }
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        // WIFEXITED / WEXITSTATUS, which Swift does not import as functions.
+        let exitStatus: Int32 = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return Output(status: exitStatus, text: text)
+    }
+
+    /// Runs a command and waits for it on the calling thread: for `atexit` handlers.
+    static func runBlocking(_ arguments: [String]) {
+        guard let pid = try? spawn(arguments, outputPath: "/dev/null") else { return }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+    }
+
+    private static func spawn(_ arguments: [String], outputPath: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, arguments[0], &actions, nil, argv, environ)
+        guard result == 0 else {
+            throw EmbeddedPostgresError(.commandFailed, "cannot run \(arguments[0]): \(String(cString: strerror(result)))")
+        }
+        return pid
+    }
+}

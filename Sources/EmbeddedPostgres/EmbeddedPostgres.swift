@@ -1,0 +1,224 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A private PostgreSQL cluster run from the installed server binaries: initialized on first
+/// use, started on a loopback port, stopped on shutdown. The server uses it when no
+/// `DATABASE_URL` is given; the test harness uses it for every test run.
+///
+/// PostgreSQL refuses to run as root, so when this process is root the cluster runs as the
+/// `postgres` system user and the data directory is handed to that user.
+///
+/// ```swift
+/// let postgres = EmbeddedPostgres(configuration: .init(dataDirectory: ".psync-data/postgres"), logger: logger)
+/// let endpoint = try await postgres.start()
+/// defer { try? postgres.stopNow() }
+/// ```
+public final class EmbeddedPostgres: Service, Sendable {
+    public let configuration: EmbeddedPostgresConfiguration
+    let logger: Logger
+    private let started = Mutex<EmbeddedPostgresEndpoint?>(nil)
+
+    public init(configuration: EmbeddedPostgresConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Where the cluster listens, once started.
+    public var endpoint: EmbeddedPostgresEndpoint? { started.withLock { $0 } }
+
+    /// Runs as a service: starts the cluster, waits for graceful shutdown, stops it.
+    public func run() async throws {
+        _ = try await start()
+        try? await gracefulShutdown()
+        try await stop()
+    }
+
+    /// Initializes the cluster if needed, starts it, creates the database if missing.
+    @discardableResult
+    public func start() async throws -> EmbeddedPostgresEndpoint {
+        if let endpoint = started.withLock({ $0 }) { return endpoint }
+        let bin = try Self.findBinDirectory(configuration.binDirectory)
+        let runAs = geteuid() == 0 ? "postgres" : nil
+        let dataDirectory = URL(fileURLWithPath: configuration.dataDirectory).standardizedFileURL.path
+        try prepareDirectory(dataDirectory, owner: runAs)
+
+        if !FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") {
+            logger.info("initializing embedded PostgreSQL", metadata: ["dataDirectory": "\(dataDirectory)"])
+            try await check(
+                Command.run(
+                    [bin + "/initdb", "-D", dataDirectory, "-U", configuration.username, "-A", "trust",
+                     "-E", "UTF8", "--locale=C.UTF-8", "--no-instructions"],
+                    asUser: runAs),
+                "initdb")
+        }
+        if FileManager.default.fileExists(atPath: dataDirectory + "/postmaster.pid") {
+            // A cluster left running by a process that died: stop it so this one owns it.
+            _ = try? await Command.run([bin + "/pg_ctl", "stop", "-D", dataDirectory, "-m", "fast", "-w"], asUser: runAs)
+        }
+
+        var lastFailure = ""
+        for _ in 0..<5 {
+            let port = try configuration.port ?? Self.freePort()
+            var options = ["-p \(port)", "-c listen_addresses=127.0.0.1", "-c unix_socket_directories=''"]
+            if !configuration.durable {
+                options += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
+            }
+            for (name, value) in configuration.settings.sorted(by: { $0.key < $1.key }) {
+                options.append("-c \(name)=\(value)")
+            }
+            let result = try await Command.run(
+                [bin + "/pg_ctl", "start", "-D", dataDirectory, "-l", dataDirectory + "/server.log", "-w", "-t", "60",
+                 "-o", options.joined(separator: " ")],
+                asUser: runAs)
+            if result.status == 0 {
+                let endpoint = EmbeddedPostgresEndpoint(
+                    host: "127.0.0.1", port: port, username: configuration.username, database: configuration.database)
+                started.withLock { $0 = endpoint }
+                try await createDatabase(configuration.database, bin: bin, runAs: runAs)
+                logger.info("embedded PostgreSQL started", metadata: ["port": "\(port)"])
+                return endpoint
+            }
+            lastFailure = result.text
+            // The port may have been taken between choosing and binding it: try another.
+            guard configuration.port == nil else { break }
+        }
+        let log = (try? String(contentsOfFile: dataDirectory + "/server.log", encoding: .utf8)) ?? ""
+        throw EmbeddedPostgresError(
+            .commandFailed, "pg_ctl start failed: \(lastFailure)\n\(log.split(separator: "\n").suffix(10).joined(separator: "\n"))")
+    }
+
+    /// Creates a database on the running cluster unless it exists.
+    public func createDatabase(_ name: String) async throws {
+        let bin = try Self.findBinDirectory(configuration.binDirectory)
+        try await createDatabase(name, bin: bin, runAs: geteuid() == 0 ? "postgres" : nil)
+    }
+
+    private func createDatabase(_ name: String, bin: String, runAs: String?) async throws {
+        guard let endpoint = started.withLock({ $0 }) else { return }
+        let result = try await Command.run(
+            [bin + "/createdb", "-h", endpoint.host, "-p", "\(endpoint.port)", "-U", endpoint.username, name],
+            asUser: runAs)
+        if result.status != 0, !result.text.contains("already exists") {
+            throw EmbeddedPostgresError(.commandFailed, "createdb \(name) failed: \(result.text)")
+        }
+    }
+
+    /// Stops the cluster, letting open transactions end (`fast` mode).
+    public func stop() async throws {
+        guard endpoint != nil else { return }
+        let bin = try Self.findBinDirectory(configuration.binDirectory)
+        try await check(
+            Command.run(
+                [bin + "/pg_ctl", "stop", "-D", configuration.dataDirectory, "-m", "fast", "-w"],
+                asUser: geteuid() == 0 ? "postgres" : nil),
+            "pg_ctl stop")
+        started.withLock { $0 = nil }
+        logger.info("embedded PostgreSQL stopped")
+    }
+
+    /// Stops the cluster at once without waiting for anything: for `atexit` handlers and
+    /// interrupted test runs. Blocks the calling thread.
+    public func stopNow() {
+        guard endpoint != nil, let bin = try? Self.findBinDirectory(configuration.binDirectory) else { return }
+        var arguments = [bin + "/pg_ctl", "stop", "-D", configuration.dataDirectory, "-m", "immediate", "-w"]
+        if geteuid() == 0 { arguments = ["/usr/sbin/runuser", "-u", "postgres", "--"] + arguments }
+        Command.runBlocking(arguments)
+        started.withLock { $0 = nil }
+    }
+
+    /// Stops a cluster this process did not start (left by a process that died), waiting on
+    /// the calling thread.
+    public static func stopAbandoned(dataDirectory: String) {
+        guard FileManager.default.fileExists(atPath: dataDirectory + "/postmaster.pid"),
+            let bin = try? findBinDirectory()
+        else { return }
+        var arguments = [bin + "/pg_ctl", "stop", "-D", dataDirectory, "-m", "immediate", "-w"]
+        if geteuid() == 0 { arguments = ["/usr/sbin/runuser", "-u", "postgres", "--"] + arguments }
+        Command.runBlocking(arguments)
+    }
+
+    private func check(_ output: Command.Output, _ what: String) throws {
+        guard output.status == 0 else {
+            throw EmbeddedPostgresError(.commandFailed, "\(what) failed (status \(output.status)): \(output.text)")
+        }
+    }
+
+    /// Creates the data directory's parent folders and hands the directory to `owner`.
+    private func prepareDirectory(_ path: String, owner: String?) throws {
+        let manager = FileManager.default
+        do {
+            try manager.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw EmbeddedPostgresError(.dataDirectoryUnusable, "cannot create \(path): \(error)")
+        }
+        guard let owner else { return }
+        guard let user = getpwnam(owner) else {
+            throw EmbeddedPostgresError(
+                .dataDirectoryUnusable, "running as root needs the system user '\(owner)' to run PostgreSQL")
+        }
+        guard chown(path, user.pointee.pw_uid, user.pointee.pw_gid) == 0, chmod(path, 0o700) == 0 else {
+            throw EmbeddedPostgresError(.dataDirectoryUnusable, "cannot hand \(path) to the user '\(owner)'")
+        }
+        // Every parent must be searchable by that user.
+        var parent = URL(fileURLWithPath: path).deletingLastPathComponent()
+        while parent.path != "/" {
+            var info = stat()
+            if stat(parent.path, &info) == 0, info.st_mode & 0o001 == 0, info.st_uid != user.pointee.pw_uid {
+                throw EmbeddedPostgresError(
+                    .dataDirectoryUnusable,
+                    "the '\(owner)' user cannot reach \(path) because \(parent.path) is closed to others; choose a data directory under /tmp or /var/lib")
+            }
+            parent.deleteLastPathComponent()
+        }
+    }
+
+    /// A TCP port on 127.0.0.1 that is free at this moment.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw EmbeddedPostgresError(.commandFailed, "socket() failed") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw EmbeddedPostgresError(.commandFailed, "bind() failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Finds the server binaries (see ``EmbeddedPostgresConfiguration/binDirectory``).
+    public static func findBinDirectory(_ configured: String? = nil) throws -> String {
+        let manager = FileManager.default
+        if let configured { return configured }
+        if let fromEnvironment = ProcessInfo.processInfo.environment["PSYNC_PG_BIN"] { return fromEnvironment }
+        let root = "/usr/lib/postgresql"
+        if let versions = try? manager.contentsOfDirectory(atPath: root) {
+            let newest = versions.compactMap { Int($0) }.sorted().reversed()
+                .map { "\(root)/\($0)/bin" }
+                .first { manager.isExecutableFile(atPath: $0 + "/pg_ctl") }
+            if let newest { return newest }
+        }
+        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+            if manager.isExecutableFile(atPath: "\(directory)/pg_ctl") && manager.isExecutableFile(atPath: "\(directory)/initdb") {
+                return String(directory)
+            }
+        }
+        throw EmbeddedPostgresError(
+            .binariesNotFound,
+            "no PostgreSQL server binaries (initdb, pg_ctl) found; install them or set PSYNC_PG_BIN, or set DATABASE_URL")
+    }
+}

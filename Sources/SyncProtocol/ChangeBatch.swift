@@ -1,0 +1,43 @@
+/// A page of a partition's objects: part of a snapshot, or the changes after a cursor.
+public struct ChangeBatch: Sendable, Hashable {
+    public var partition: Partition
+    /// Objects in (version, collection, id) order; tombstones have no body.
+    public var objects: [SyncObject]
+    /// Where the next page starts.
+    public var cursor: Cursor
+    /// Whether this page reaches the partition's newest committed version.
+    public var upToDate: Bool
+    /// Whether this is the first page of a full snapshot: the reader drops its copy first.
+    public var reset: Bool
+
+    public init(partition: Partition, objects: [SyncObject], cursor: Cursor, upToDate: Bool, reset: Bool) {
+        self.partition = partition
+        self.objects = objects
+        self.cursor = cursor
+        self.upToDate = upToDate
+        self.reset = reset
+    }
+
+    /// The wire form (without the `type` field of the WebSocket message).
+    public var json: JSONValue {
+        [
+            "partition": .string(partition.description), "objects": .array(objects.map(\.json)),
+            "cursor": .string(cursor.rawValue), "upToDate": .bool(upToDate), "reset": .bool(reset),
+        ]
+    }
+
+    /// Decodes the wire form.
+    public init(json: JSONValue) throws(SyncError) {
+        guard let partitionText = json["partition"]?.stringValue, let objects = json["objects"]?.arrayValue,
+            let cursor = json["cursor"]?.stringValue, let upToDate = json["upToDate"]?.boolValue
+        else {
+            throw SyncError(.badRequest, "a change batch has partition, objects, cursor and upToDate")
+        }
+        var decoded: [SyncObject] = []
+        decoded.reserveCapacity(objects.count)
+        for object in objects { decoded.append(try SyncObject(json: object)) }
+        self.init(
+            partition: try Partition(partitionText), objects: decoded, cursor: Cursor(rawValue: cursor),
+            upToDate: upToDate, reset: json["reset"]?.boolValue ?? false)
+    }
+}

@@ -1,0 +1,32 @@
+/// What is stored under an object key at one moment.
+public enum DocumentState: Sendable, Hashable {
+    /// No object was ever stored under the key.
+    case absent
+    /// The object was deleted; its tombstone remains.
+    case deleted
+    /// The object exists with this body.
+    case live([String: JSONValue])
+
+    /// The body when live.
+    public var body: [String: JSONValue]? {
+        if case .live(let body) = self { return body }
+        return nil
+    }
+}
+
+/// The effect of an upload on one object: its state before and after, and the encoded body
+/// that is stored.
+public struct ObjectChange: Sendable, Hashable {
+    public var key: ObjectKey
+    public var before: DocumentState
+    public var after: DocumentState
+    /// The compact JSON of the body after the change; `nil` for a deletion.
+    public var encodedBody: [UInt8]?
+
+    public init(key: ObjectKey, before: DocumentState, after: DocumentState, encodedBody: [UInt8]?) {
+        self.key = key
+        self.before = before
+        self.after = after
+        self.encodedBody = encodedBody
+    }
+}

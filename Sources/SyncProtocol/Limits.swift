@@ -1,0 +1,51 @@
+/// Size limits of the engine. Exceeding one is a ``SyncError``, never a crash.
+public struct Limits: Sendable, Hashable {
+    /// The largest object body, in bytes of compact JSON. Default 1 MiB.
+    public var maximumBodyBytes: Int
+    /// The deepest nesting of arrays and objects in a body (the body itself is depth 1). Default 32.
+    public var maximumDepth: Int
+    /// The most operations in one upload. Default 1,000.
+    public var maximumOperations: Int
+
+    public init(maximumBodyBytes: Int = 1 << 20, maximumDepth: Int = 32, maximumOperations: Int = 1_000) {
+        self.maximumBodyBytes = maximumBodyBytes
+        self.maximumDepth = maximumDepth
+        self.maximumOperations = maximumOperations
+    }
+
+    /// Checks a body against the limits and returns its compact JSON encoding.
+    public func encode(body: [String: JSONValue], of key: ObjectKey) throws(SyncError) -> [UInt8] {
+        let value = JSONValue.object(body)
+        let depth = value.depth
+        guard depth <= maximumDepth else {
+            throw SyncError(.jsonTooDeep, "\(key) nests \(depth) levels deep; the limit is \(maximumDepth)")
+        }
+        guard !Self.containsNUL(value) else {
+            throw SyncError(.invalidOperation, "\(key): strings and field names may not contain U+0000")
+        }
+        let bytes = value.jsonBytes
+        guard bytes.count <= maximumBodyBytes else {
+            throw SyncError(
+                .payloadTooLarge, "\(key) would be \(bytes.count) bytes; the limit is \(maximumBodyBytes)")
+        }
+        return bytes
+    }
+
+    /// Checks the number of operations in an upload.
+    public func check(operationCount: Int) throws(SyncError) {
+        guard operationCount <= maximumOperations else {
+            throw SyncError(
+                .tooManyOperations, "an upload holds at most \(maximumOperations) operations, got \(operationCount)")
+        }
+    }
+
+    // PostgreSQL text and jsonb cannot hold U+0000.
+    private static func containsNUL(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string(let string): return string.utf8.contains(0)
+        case .array(let elements): return elements.contains(where: containsNUL)
+        case .object(let fields): return fields.contains { $0.key.utf8.contains(0) || containsNUL($0.value) }
+        default: return false
+        }
+    }
+}

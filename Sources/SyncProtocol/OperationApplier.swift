@@ -1,0 +1,108 @@
+/// Applies a list of operations of one partition to the current states of the objects they
+/// touch: pure logic shared by the server (inside the upload transaction) and the client SDK
+/// (for optimistic local writes), so both compute the same result.
+///
+/// Rules beyond the single operations (docs/PROTOCOL.md, "Operations"):
+/// - `put` on a deleted object creates it again; on an absent one creates it.
+/// - Every other operation on an absent object is `not_found`; on a deleted object it is
+///   dropped (delete wins over concurrent edits).
+/// - After a `delete` in the same list, later operations on that object are dropped.
+/// - `_id` and `partition` are set by the engine and cannot be changed.
+public struct OperationApplier: Sendable {
+    public let partition: Partition
+    public let limits: Limits
+
+    public init(partition: Partition, limits: Limits = Limits()) {
+        self.partition = partition
+        self.limits = limits
+    }
+
+    /// The distinct keys the operations touch, sorted.
+    public static func keys(of operations: [Operation]) -> [ObjectKey] {
+        Array(Set(operations.map(\.key))).sorted()
+    }
+
+    /// Applies `operations` in order. `current` holds the stored state of each touched key
+    /// (a key not in it counts as ``DocumentState/absent``). Returns the objects whose state
+    /// changed, sorted by key; objects an operation left as they were are not included.
+    public func apply(
+        _ operations: [Operation], to current: [ObjectKey: DocumentState]
+    ) throws(SyncError) -> [ObjectChange] {
+        try limits.check(operationCount: operations.count)
+        var working: [ObjectKey: DocumentState] = [:]
+        var deletedHere: Set<ObjectKey> = []
+        for operation in operations {
+            let key = operation.key
+            if deletedHere.contains(key) { continue }
+            let state = working[key] ?? current[key] ?? .absent
+            if let next = try apply(operation, to: state) {
+                working[key] = next
+                if case .delete = operation { deletedHere.insert(key) }
+            }
+        }
+        var changes: [ObjectChange] = []
+        for (key, after) in working {
+            let before = current[key] ?? .absent
+            if before == after { continue }
+            if case .deleted = after, case .absent = before { continue }
+            let encoded = try after.body.map { body throws(SyncError) in try limits.encode(body: body, of: key) }
+            changes.append(ObjectChange(key: key, before: before, after: after, encodedBody: encoded))
+        }
+        return changes.sorted { $0.key < $1.key }
+    }
+
+    /// The state after one operation, or `nil` when the operation is dropped.
+    private func apply(_ operation: Operation, to state: DocumentState) throws(SyncError) -> DocumentState? {
+        let key = operation.key
+        switch operation {
+        case .put(_, let body):
+            try checkIdentity(of: body, key: key)
+            var merged = state.body ?? [:]
+            for (field, value) in body { merged[field] = value }
+            merged["_id"] = .string(key.id)
+            merged["partition"] = .string(partition.description)
+            return .live(merged)
+        case .delete:
+            switch state {
+            case .live: return .deleted
+            case .deleted, .absent: return nil
+            }
+        case .set, .unset, .increment, .arrayAppend, .arrayRemove:
+            let body: [String: JSONValue]
+            switch state {
+            case .absent: throw SyncError(.notFound, "\(key) does not exist; create it with 'put' first")
+            case .deleted: return nil
+            case .live(let live): body = live
+            }
+            guard let path = operation.path else { return nil }
+            let field = path.topLevelField
+            guard field != "_id", field != "partition" else {
+                throw SyncError(.immutableField, "\(key): '\(field)' is set by the server and cannot be changed")
+            }
+            var root = JSONValue.object(body)
+            try PathEditor(key: key, path: path).edit(&root, with: edit(for: operation))
+            return .live(root.objectValue ?? body)
+        }
+    }
+
+    private func checkIdentity(of body: [String: JSONValue], key: ObjectKey) throws(SyncError) {
+        if let id = body["_id"], id != .string(key.id) {
+            throw SyncError(.invalidOperation, "\(key): the body's _id \(id) differs from the object id")
+        }
+        if let named = body["partition"], named != .string(partition.description) {
+            throw SyncError(
+                .partitionMismatch, "\(key): the body names partition \(named), the upload is for \(partition)")
+        }
+    }
+
+    private func edit(for operation: Operation) -> PathEditor.Edit {
+        switch operation {
+        case .set(_, _, let value): return .set(value)
+        case .unset: return .unset
+        case .increment(_, _, let by): return .increment(by)
+        case .arrayAppend(_, _, let value): return .append(value)
+        case .arrayRemove(_, _, let match): return .remove(match)
+        case .put, .delete: preconditionFailure("put and delete have no path")
+        }
+    }
+}

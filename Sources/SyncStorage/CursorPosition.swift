@@ -1,0 +1,74 @@
+import Foundation
+import SyncProtocol
+
+/// What an opaque ``Cursor`` stands for: a place in one partition's commit-ordered history
+/// of one database.
+///
+/// - `epoch` names the database (a restored or recreated database has another one, or
+///   fewer versions than the cursor claims, and gets a reset).
+/// - `version` is the partition version delivered completely, or, with `after`, the version
+///   delivered up to and including the object `after` (pages split a commit between them).
+/// - `tombstoneFloor` is set while a snapshot is in progress: tombstones at or below it are
+///   not sent, because the client never held those objects.
+struct CursorPosition: Sendable, Hashable {
+    var epoch: UUID
+    var version: Int64
+    var after: ObjectKey?
+    var tombstoneFloor: Int64?
+
+    static let prefix = "c1."
+
+    /// The opaque text form: `c1.` and base64url of a small JSON object.
+    var cursor: Cursor {
+        var fields: [String: JSONValue] = ["e": .string(epoch.uuidString.lowercased()), "v": .int(version)]
+        if let after {
+            fields["c"] = .string(after.collection)
+            fields["i"] = .string(after.id)
+        }
+        if let tombstoneFloor { fields["f"] = .int(tombstoneFloor) }
+        let encoded = Data(JSONValue.object(fields).jsonBytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        return Cursor(rawValue: Self.prefix + encoded)
+    }
+
+    /// Reads a cursor back; `nil` for anything this server did not hand out.
+    init?(_ cursor: Cursor) {
+        let text = cursor.rawValue
+        guard text.hasPrefix(Self.prefix), text.utf8.count <= 2048 else { return nil }
+        var base64 = String(text.dropFirst(Self.prefix.count))
+            .replacingOccurrences(of: "-", with: "+")
+            .replacingOccurrences(of: "_", with: "/")
+        while base64.utf8.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64),
+            let json = try? JSONParser(maximumDepth: 2).parse(Array(data)),
+            let epochText = json["e"]?.stringValue, let epoch = UUID(uuidString: epochText),
+            let version = json["v"]?.intValue, version >= 0
+        else { return nil }
+        self.epoch = epoch
+        self.version = version
+        switch (json["c"]?.stringValue, json["i"]?.stringValue) {
+        case (let collection?, let id?):
+            guard let key = try? ObjectKey(collection: collection, id: id) else { return nil }
+            after = key
+        case (nil, nil):
+            after = nil
+        default:
+            return nil
+        }
+        if let floor = json["f"] {
+            guard let value = floor.intValue else { return nil }
+            tombstoneFloor = value
+        } else {
+            tombstoneFloor = nil
+        }
+    }
+
+    init(epoch: UUID, version: Int64, after: ObjectKey? = nil, tombstoneFloor: Int64? = nil) {
+        self.epoch = epoch
+        self.version = version
+        self.after = after
+        self.tombstoneFloor = tombstoneFloor
+    }
+}

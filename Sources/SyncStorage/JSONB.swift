@@ -1,0 +1,66 @@
+import NIOCore
+import PostgresNIO
+import SyncProtocol
+
+/// A ``JSONValue`` carried to and from PostgreSQL as `jsonb`, with the engine's own parser
+/// and serializer instead of Foundation's coders (exact integers, sorted keys, no detour
+/// through `Codable`).
+struct JSONB: Sendable, Hashable {
+    var value: JSONValue
+}
+
+/// Already-serialized JSON text sent as `jsonb`, so a body encoded once to check its size is
+/// not encoded again for the database.
+struct EncodedJSONB: Sendable, Hashable {
+    var bytes: [UInt8]
+}
+
+extension JSONB: PostgresDecodable {
+    init<JSONDecoder: PostgresJSONDecoder>(
+        from buffer: inout ByteBuffer,
+        type: PostgresDataType,
+        format: PostgresFormat,
+        context: PostgresDecodingContext<JSONDecoder>
+    ) throws {
+        switch (format, type) {
+        case (.binary, .jsonb):
+            guard buffer.readInteger(as: UInt8.self) == 1 else { throw PostgresDecodingError.Code.failure }
+        case (.binary, .json), (.text, .jsonb), (.text, .json):
+            break
+        default:
+            throw PostgresDecodingError.Code.typeMismatch
+        }
+        // Stored bodies were checked against the limits on the way in; the parser's own
+        // nesting limit here only guards against a corrupted or hand-edited row.
+        value = try buffer.readableBytesView.withContiguousStorageIfAvailable { bytes in
+            try JSONParser(maximumDepth: 512).parse(UnsafeRawBufferPointer(bytes))
+        } ?? JSONParser(maximumDepth: 512).parse(Array(buffer.readableBytesView))
+        buffer.moveReaderIndex(to: buffer.writerIndex)
+    }
+}
+
+extension JSONB: PostgresNonThrowingEncodable, PostgresArrayEncodable {
+    static var psqlType: PostgresDataType { .jsonb }
+    static var psqlFormat: PostgresFormat { .binary }
+    static var psqlArrayType: PostgresDataType { .jsonbArray }
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(
+        into byteBuffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>
+    ) {
+        byteBuffer.writeInteger(UInt8(1))
+        byteBuffer.writeBytes(value.jsonBytes)
+    }
+}
+
+extension EncodedJSONB: PostgresNonThrowingEncodable, PostgresArrayEncodable {
+    static var psqlType: PostgresDataType { .jsonb }
+    static var psqlFormat: PostgresFormat { .binary }
+    static var psqlArrayType: PostgresDataType { .jsonbArray }
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(
+        into byteBuffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>
+    ) {
+        byteBuffer.writeInteger(UInt8(1))
+        byteBuffer.writeBytes(bytes)
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import PostgresNIO
+import SyncProtocol
+
+extension ObjectStore {
+    /// One page of a partition, in (version, collection, id) order.
+    ///
+    /// With `cursor` nil, or a cursor this database cannot continue from (foreign epoch,
+    /// ahead of the partition, or older than pruned tombstones), the page starts a full
+    /// snapshot and has `reset` set. The snapshot leaves out tombstones of deletions that
+    /// happened before it started; it reads in bounded pages, each its own short query, and
+    /// is consistent once a page has `upToDate`, because objects changed meanwhile move to
+    /// higher versions that later pages include.
+    public func changes(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> ChangeBatch {
+        let epoch = try await epoch()
+        let limit = min(max(limit ?? configuration.defaultPageSize, 1), configuration.maximumPageSize)
+        let snapshotStart = CursorPosition(epoch: epoch, version: 0)
+        guard let cursor else {
+            return try await page(partition, from: snapshotStart, limit: limit, reset: true)
+        }
+        guard let position = CursorPosition(cursor), position.epoch == epoch else {
+            return try await page(partition, from: snapshotStart, limit: limit, reset: true)
+        }
+        let batch = try await page(partition, from: position, limit: limit, reset: false)
+        if batch.reset {
+            // The cursor is ahead of the partition or behind its pruned tombstones.
+            return try await page(partition, from: snapshotStart, limit: limit, reset: true)
+        }
+        return batch
+    }
+
+    /// Pages from `cursor` until one is up to date: a whole snapshot or catch-up, one bounded
+    /// page at a time, as the consumer asks for them.
+    public func changeFeed(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) -> ChangeFeed {
+        ChangeFeed(store: self, partition: partition, cursor: cursor, limit: limit)
+    }
+
+    /// Reads one page. A result with `reset` and no `reset` requested means `position`
+    /// cannot be continued from.
+    private func page(_ partition: Partition, from position: CursorPosition, limit: Int, reset: Bool) async throws
+        -> ChangeBatch
+    {
+        // Tombstones at or below the floor are left out. A snapshot's first page takes the
+        // head of the same statement as its floor; later pages carry it in the cursor; a
+        // catch-up from a cursor sends every tombstone after it (floor 0).
+        let floor: Int64? = reset && position.tombstoneFloor == nil ? nil : (position.tombstoneFloor ?? 0)
+        // One statement, so the head version and the rows come from one snapshot: the head
+        // returned is exactly the version the rows are complete up to.
+        let rows = try await client.query(
+            """
+            SELECT p.version, p.pruned_through, o.collection, o.id, o.version, o.body
+            FROM psync_partitions p
+            LEFT JOIN LATERAL (
+                SELECT o.collection, o.id, o.version, o.body
+                FROM psync_objects o
+                WHERE o.partition = p.partition
+                  AND o.version >= \(position.version)
+                  AND (o.version > \(position.version)
+                       OR (\(position.after?.collection)::text IS NOT NULL
+                           AND (o.collection, o.id) > (\(position.after?.collection)::text, \(position.after?.id)::text)))
+                  AND (o.body IS NOT NULL OR o.version > COALESCE(\(floor)::bigint, p.version))
+                ORDER BY o.version, o.collection, o.id
+                LIMIT \(limit + 1)
+            ) o ON true
+            WHERE p.partition = \(partition.description)
+            """, logger: logger)
+        var head: Int64 = 0
+        var prunedThrough: Int64 = 0
+        var objects: [SyncObject] = []
+        objects.reserveCapacity(min(limit + 1, 1024))
+        for try await (version, pruned, collection, id, objectVersion, body)
+            in rows.decode((Int64, Int64, String?, String?, Int64?, JSONB?).self)
+        {
+            head = version
+            prunedThrough = pruned
+            if let collection, let id, let objectVersion {
+                objects.append(
+                    SyncObject(
+                        key: ObjectKey(uncheckedCollection: collection, id: id), version: objectVersion,
+                        body: body?.value.objectValue))
+            }
+        }
+        if !reset, position.version > head || position.version < prunedThrough {
+            return ChangeBatch(partition: partition, objects: [], cursor: position.cursor, upToDate: false, reset: true)
+        }
+        if objects.count > limit {
+            objects.removeLast(objects.count - limit)
+            let last = objects[objects.count - 1]
+            let snapshotFloor = floor ?? head
+            let next = CursorPosition(
+                epoch: position.epoch, version: last.version, after: last.key,
+                tombstoneFloor: snapshotFloor > 0 && last.version <= snapshotFloor ? snapshotFloor : nil)
+            return ChangeBatch(partition: partition, objects: objects, cursor: next.cursor, upToDate: false, reset: reset)
+        }
+        let end = CursorPosition(epoch: position.epoch, version: max(head, position.version))
+        return ChangeBatch(partition: partition, objects: objects, cursor: end.cursor, upToDate: true, reset: reset)
+    }
+}
+
+/// The pages of a partition from a cursor until one is up to date, read one query per page
+/// as the consumer iterates, so memory stays bounded by the page size whatever the partition
+/// holds.
+public struct ChangeFeed: AsyncSequence, Sendable {
+    public typealias Element = ChangeBatch
+
+    let store: ObjectStore
+    let partition: Partition
+    let cursor: Cursor?
+    let limit: Int?
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let store: ObjectStore
+        let partition: Partition
+        var cursor: Cursor?
+        let limit: Int?
+        var finished = false
+
+        public mutating func next() async throws -> ChangeBatch? {
+            guard !finished else { return nil }
+            let batch = try await store.changes(in: partition, after: cursor, limit: limit)
+            cursor = batch.cursor
+            finished = batch.upToDate
+            return batch
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(store: store, partition: partition, cursor: cursor, limit: limit)
+    }
+}

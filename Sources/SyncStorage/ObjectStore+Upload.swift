@@ -1,0 +1,94 @@
+import Foundation
+import PostgresNIO
+import SyncProtocol
+
+extension ObjectStore {
+    /// Validates the changes of an upload inside its transaction; throwing refuses the upload.
+    public typealias Validator = @Sendable (_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void
+
+    /// Applies an upload in one transaction: every operation commits, or none does.
+    ///
+    /// Refusals are ``SyncError``s. With a `requestId`, the outcome is recorded: a repeat
+    /// returns the first outcome (an ``UploadResult`` with `isReplay`, or the same error)
+    /// and applies nothing, even when both arrive at once.
+    public func upload(_ upload: Upload, validate: Validator? = nil) async throws -> UploadResult {
+        if let requestId = upload.requestId {
+            guard !requestId.isEmpty, requestId.count <= Upload.maximumRequestIDLength,
+                !requestId.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            else {
+                throw SyncError(.badRequest, "a requestId has 1 to \(Upload.maximumRequestIDLength) characters")
+            }
+        }
+        let epoch = try await epoch()
+        do {
+            return try await withWriteTransaction(author: upload.principal) { transaction in
+                let changes = try await transaction.apply(upload.operations, in: upload.partition) { changes, transaction in
+                    try await validate?(changes, transaction)
+                }
+                let version = transaction.versions[upload.partition]!
+                if let requestId = upload.requestId {
+                    let outcome: JSONValue = ["version": .int(version)]
+                    guard try await record(outcome, of: upload, requestId: requestId, on: transaction.connection) else {
+                        throw RepeatedRequest()
+                    }
+                }
+                return UploadResult(
+                    partition: upload.partition, version: version,
+                    cursor: CursorPosition(epoch: epoch, version: version).cursor, changes: changes, isReplay: false)
+            }
+        } catch is RepeatedRequest {
+            return try await replay(upload, epoch: epoch)
+        } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
+            guard let requestId = upload.requestId else { throw error }
+            let outcome: JSONValue = ["code": .string(error.code.rawValue), "message": .string(error.message)]
+            let recorded = try await client.withConnection { connection in
+                try await record(outcome, of: upload, requestId: requestId, on: connection)
+            }
+            if !recorded { return try await replay(upload, epoch: epoch) }
+            throw error
+        }
+    }
+
+    /// Stores an upload's outcome; `false` when one is already stored for its request id.
+    private func record(
+        _ outcome: JSONValue, of upload: Upload, requestId: String, on connection: PostgresConnection
+    ) async throws -> Bool {
+        let rows = try await connection.query(
+            """
+            INSERT INTO psync_requests (principal, request_id, partition, outcome)
+            VALUES (\(upload.principal), \(requestId), \(upload.partition.description), \(JSONB(value: outcome)))
+            ON CONFLICT (principal, request_id) DO NOTHING
+            RETURNING true
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// The stored outcome of an earlier upload with the same request id.
+    private func replay(_ upload: Upload, epoch: UUID) async throws -> UploadResult {
+        let rows = try await client.query(
+            """
+            SELECT partition, outcome FROM psync_requests
+            WHERE principal = \(upload.principal) AND request_id = \(upload.requestId ?? "")
+            """, logger: logger)
+        for try await (partition, outcome) in rows.decode((String, JSONB).self) {
+            guard partition == upload.partition.description else {
+                throw SyncError(
+                    .badRequest, "requestId \(upload.requestId ?? "") was already used for partition \(partition)")
+            }
+            if let version = outcome.value["version"]?.intValue {
+                return UploadResult(
+                    partition: upload.partition, version: version,
+                    cursor: CursorPosition(epoch: epoch, version: version).cursor, changes: [], isReplay: true)
+            }
+            throw SyncError(
+                SyncError.Code(outcome.value["code"]?.stringValue ?? "internal"),
+                outcome.value["message"]?.stringValue ?? "the upload was refused")
+        }
+        throw SyncError(.internal, "the outcome of a repeated upload could not be found")
+    }
+}
+
+/// Thrown inside the upload transaction when its request id already has an outcome, to roll
+/// the transaction back before the stored outcome is returned.
+private struct RepeatedRequest: Error {}

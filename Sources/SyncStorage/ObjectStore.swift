@@ -1,0 +1,109 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+import SyncProtocol
+
+/// The storage engine: objects in partitions on PostgreSQL, read as commit-ordered change
+/// batches and written by atomic, idempotent uploads.
+///
+/// ```swift
+/// let store = ObjectStore(client: client, logger: logger)
+/// let result = try await store.upload(Upload(
+///     partition: try Partition("conversation=c-42"),
+///     operations: [.put(try ObjectKey(collection: "ChatMessage", id: "m-1"), body: ["text": "hi"])],
+///     principal: "user-1", requestId: "r-1"))
+/// let batch = try await store.changes(in: result.partition, after: nil)
+/// ```
+public final class ObjectStore: Sendable {
+    public let client: PostgresClient
+    public let configuration: StorageConfiguration
+    let logger: Logger
+    private let cachedEpoch = Mutex<UUID?>(nil)
+
+    public init(client: PostgresClient, configuration: StorageConfiguration = .init(), logger: Logger) {
+        self.client = client
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    public var limits: Limits { configuration.limits }
+
+    /// The identity of this database, carried in every cursor.
+    public func epoch() async throws -> UUID {
+        if let epoch = cachedEpoch.withLock({ $0 }) { return epoch }
+        let rows = try await client.query("SELECT epoch FROM psync_meta", logger: logger)
+        for try await epoch in rows.decode(UUID.self) {
+            cachedEpoch.withLock { $0 = epoch }
+            return epoch
+        }
+        throw SyncError(.internal, "the database has no epoch; run the migrations")
+    }
+
+    /// The newest committed version of a partition (0 when nothing was ever written to it).
+    public func headVersion(of partition: Partition) async throws -> Int64 {
+        let rows = try await client.query(
+            "SELECT version FROM psync_partitions WHERE partition = \(partition.description)", logger: logger)
+        for try await version in rows.decode(Int64.self) { return version }
+        return 0
+    }
+
+    /// The current state of each object, live or tombstone, whatever its partition; keys
+    /// never stored are left out. Used to send compensating states with a rejection.
+    public func objects(_ keys: [ObjectKey]) async throws -> [(partition: String, object: SyncObject)] {
+        guard !keys.isEmpty else { return [] }
+        let rows = try await client.query(
+            """
+            SELECT o.collection, o.id, o.partition, o.version, o.body
+            FROM psync_objects o
+            JOIN unnest(\(keys.map(\.collection))::text[], \(keys.map(\.id))::text[]) AS k(collection, id)
+              ON o.collection = k.collection AND o.id = k.id
+            ORDER BY o.collection, o.id
+            """, logger: logger)
+        var result: [(partition: String, object: SyncObject)] = []
+        for try await (collection, id, partition, version, body) in rows.decode((String, String, String, Int64, JSONB?).self) {
+            let object = SyncObject(
+                key: ObjectKey(uncheckedCollection: collection, id: id), version: version, body: body?.value.objectValue)
+            result.append((partition, object))
+        }
+        return result
+    }
+
+    /// Runs `body` in one transaction and commits it. A transaction that loses a deadlock or a
+    /// serialization conflict is retried from the start (so `body` must not have effects
+    /// outside the database); any other error rolls back and is rethrown.
+    public func withWriteTransaction<Result: Sendable>(
+        author: String,
+        _ body: (WriteTransaction) async throws -> Result
+    ) async throws -> Result {
+        var attempt = 1
+        while true {
+            do {
+                return try await client.withConnection { connection in
+                    let transaction = WriteTransaction(connection: connection, store: self, author: author)
+                    try await connection.query("BEGIN", logger: logger)
+                    do {
+                        let result = try await body(transaction)
+                        try await connection.query("COMMIT", logger: logger)
+                        return result
+                    } catch {
+                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        throw error
+                    }
+                }
+            } catch let error as PSQLError where error.isTransient && attempt < configuration.transactionRetries {
+                logger.debug("retrying transaction", metadata: ["sqlstate": "\(error.serverInfo?[.sqlState] ?? "")"])
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1...(10 * attempt))))
+                attempt += 1
+            }
+        }
+    }
+}
+
+extension PSQLError {
+    /// A deadlock or serialization failure: the transaction may succeed when run again.
+    var isTransient: Bool {
+        guard let state = serverInfo?[.sqlState] else { return false }
+        return state == "40P01" || state == "40001"
+    }
+}

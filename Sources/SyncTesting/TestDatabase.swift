@@ -1,0 +1,35 @@
+import Logging
+import PostgresNIO
+import SyncStorage
+
+/// A fresh migrated database for one test, with a running client.
+public struct TestDatabase: Sendable {
+    public let url: DatabaseURL
+    public let client: PostgresClient
+    public let logger: Logger
+
+    /// An object store on this database.
+    public func store(_ configuration: StorageConfiguration = .init()) -> ObjectStore {
+        ObjectStore(client: client, configuration: configuration, logger: logger)
+    }
+
+    /// Runs `body` with a new database, dropped afterwards whether the body succeeds or not.
+    public static func with<Result: Sendable>(
+        maximumConnections: Int = 20,
+        _ body: @Sendable (TestDatabase) async throws -> Result
+    ) async throws -> Result {
+        let url = try await TestPostgres.shared.createDatabase()
+        let logger = TestPostgres.makeLogger("psync.test")
+        do {
+            let result = try await TestPostgres.withClient(url, logger: logger, maximumConnections: maximumConnections) {
+                client in
+                try await body(TestDatabase(url: url, client: client, logger: logger))
+            }
+            try? await TestPostgres.shared.dropDatabase(url)
+            return result
+        } catch {
+            try? await TestPostgres.shared.dropDatabase(url)
+            throw error
+        }
+    }
+}
