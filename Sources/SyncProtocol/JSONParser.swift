@@ -61,6 +61,11 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
     /// Byte offset of the problem in the input.
     public var offset: Int
 
+    public init(reason: Reason, offset: Int) {
+        self.reason = reason
+        self.offset = offset
+    }
+
     public var description: String { "\(reason.rawValue) at byte \(offset)" }
 }
 
