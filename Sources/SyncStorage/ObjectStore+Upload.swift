@@ -11,6 +11,7 @@ extension ObjectStore {
     /// Refusals are ``SyncError``s. With a `requestId`, the outcome is recorded: a repeat
     /// returns the first outcome (an ``UploadResult`` with `isReplay`, or the same error)
     /// and applies nothing, even when both arrive at once.
+    @discardableResult
     public func upload(_ upload: Upload, validate: Validator? = nil) async throws -> UploadResult {
         if let requestId = upload.requestId {
             guard !requestId.isEmpty, requestId.count <= Upload.maximumRequestIDLength,

@@ -11,9 +11,10 @@ import SyncStorage
 public actor TestPostgres {
     public static let shared = TestPostgres()
 
-    private var admin: DatabaseURL?
-    private var template: String?
-    private var embedded: EmbeddedPostgres?
+    // Tasks, not values: the actor is reentrant across `await`, and concurrent tests must
+    // share one cluster and one template rather than each start their own.
+    private var admin: Task<DatabaseURL, any Error>?
+    private var template: Task<String, any Error>?
     private let logger = TestPostgres.makeLogger("psync.test.postgres")
 
     /// A logger for tests: level from `PSYNC_TEST_LOG_LEVEL`, default `error`, so a passing run stays quiet.
@@ -26,13 +27,17 @@ public actor TestPostgres {
 
     /// The server's admin URL (its maintenance database), starting the embedded cluster if needed.
     public func adminURL() async throws -> DatabaseURL {
-        if let admin { return admin }
+        if let admin { return try await admin.value }
+        let task = Task { try await Self.startServer(logger: logger) }
+        admin = task
+        return try await task.value
+    }
+
+    private static func startServer(logger: Logger) async throws -> DatabaseURL {
         if let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty {
-            let admin = try DatabaseURL(url)
-            self.admin = admin
-            return admin
+            return try DatabaseURL(url)
         }
-        Self.removeAbandonedClusters(logger: logger)
+        removeAbandonedClusters(logger: logger)
         let directory = NSTemporaryDirectory() + "psync-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let postgres = EmbeddedPostgres(
             configuration: .init(
@@ -41,11 +46,8 @@ public actor TestPostgres {
             logger: logger)
         do {
             let endpoint = try await postgres.start()
-            embedded = postgres
             Cleanup.register(postgres, directory: directory)
-            let admin = try DatabaseURL(endpoint.url).with(database: "postgres")
-            self.admin = admin
-            return admin
+            return try DatabaseURL(endpoint.url).with(database: "postgres")
         } catch {
             try? FileManager.default.removeItem(atPath: directory)
             throw error
@@ -92,13 +94,19 @@ public actor TestPostgres {
 
     /// The template database, migrated once per set of migrations (named after their checksums).
     private func migratedTemplate(admin: DatabaseURL) async throws -> String {
-        if let template { return template }
+        if let template { return try await template.value }
+        let task = Task { try await Self.buildTemplate(admin: admin, logger: logger) }
+        template = task
+        return try await task.value
+    }
+
+    private static func buildTemplate(admin: DatabaseURL, logger: Logger) async throws -> String {
         let migrations = try Migration.bundled()
         let digest = migrations.map(\.checksum).joined().utf8.reduce(UInt64(14_695_981_039_346_656_037)) {
             ($0 ^ UInt64($1)) &* 1_099_511_628_211
         }
         let name = "psync_tpl_\(String(digest, radix: 16))"
-        let exists = try await Self.withClient(admin, logger: logger) { client in
+        let exists = try await withClient(admin, logger: logger) { client in
             let rows = try await client.query("SELECT 1 FROM pg_database WHERE datname = \(name)", logger: logger)
             for try await _ in rows { return true }
             return false
@@ -116,7 +124,6 @@ public actor TestPostgres {
                 try await Self.execute(on: admin, logger: logger, "DROP DATABASE IF EXISTS \(identifier: building)")
             }
         }
-        template = name
         return name
     }
 
