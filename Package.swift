@@ -79,6 +79,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "EmbeddedPostgresTests",
+            dependencies: ["EmbeddedPostgres", "SyncTesting", "SyncStorage"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "SyncStorageTests",
             dependencies: ["SyncStorage", "SyncTesting", "EmbeddedPostgres"],
             swiftSettings: swiftSettings

@@ -18,7 +18,7 @@ public struct OperationApplier: Sendable {
     }
 
     /// The distinct keys the operations touch, sorted.
-    public static func keys(of operations: [Operation]) -> [ObjectKey] {
+    public static func keys(of operations: [SyncOperation]) -> [ObjectKey] {
         Array(Set(operations.map(\.key))).sorted()
     }
 
@@ -26,7 +26,7 @@ public struct OperationApplier: Sendable {
     /// (a key not in it counts as ``DocumentState/absent``). Returns the objects whose state
     /// changed, sorted by key; objects an operation left as they were are not included.
     public func apply(
-        _ operations: [Operation], to current: [ObjectKey: DocumentState]
+        _ operations: [SyncOperation], to current: [ObjectKey: DocumentState]
     ) throws(SyncError) -> [ObjectChange] {
         try limits.check(operationCount: operations.count)
         var working: [ObjectKey: DocumentState] = [:]
@@ -52,7 +52,7 @@ public struct OperationApplier: Sendable {
     }
 
     /// The state after one operation, or `nil` when the operation is dropped.
-    private func apply(_ operation: Operation, to state: DocumentState) throws(SyncError) -> DocumentState? {
+    private func apply(_ operation: SyncOperation, to state: DocumentState) throws(SyncError) -> DocumentState? {
         let key = operation.key
         switch operation {
         case .put(_, let body):
@@ -95,7 +95,7 @@ public struct OperationApplier: Sendable {
         }
     }
 
-    private func edit(for operation: Operation) -> PathEditor.Edit {
+    private func edit(for operation: SyncOperation) -> PathEditor.Edit {
         switch operation {
         case .set(_, _, let value): return .set(value)
         case .unset: return .unset

@@ -40,6 +40,10 @@ public final class ObjectStore: Sendable {
         throw SyncError(.internal, "the database has no epoch; run the migrations")
     }
 
+    func resetCachedEpoch() {
+        cachedEpoch.withLock { $0 = nil }
+    }
+
     /// The newest committed version of a partition (0 when nothing was ever written to it).
     public func headVersion(of partition: Partition) async throws -> Int64 {
         let rows = try await client.query(

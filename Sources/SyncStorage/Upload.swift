@@ -3,14 +3,14 @@ import SyncProtocol
 /// A batch of operations on one partition, applied atomically: all commit or none.
 public struct Upload: Sendable, Hashable {
     public var partition: Partition
-    public var operations: [Operation]
+    public var operations: [SyncOperation]
     /// Who uploads: a user id, `apikey:<name>` or `trigger:<name>`. Scopes `requestId`.
     public var principal: String
     /// Makes the upload idempotent per principal: a repeat returns the first outcome and
     /// applies nothing. `nil` for writes that need no such guard.
     public var requestId: String?
 
-    public init(partition: Partition, operations: [Operation], principal: String, requestId: String? = nil) {
+    public init(partition: Partition, operations: [SyncOperation], principal: String, requestId: String? = nil) {
         self.partition = partition
         self.operations = operations
         self.principal = principal

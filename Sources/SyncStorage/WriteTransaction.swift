@@ -71,7 +71,7 @@ public final class WriteTransaction {
     /// and may throw to refuse them. Returns the changes written.
     @discardableResult
     public func apply(
-        _ operations: [Operation],
+        _ operations: [SyncOperation],
         in partition: Partition,
         validate: ((_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void)? = nil
     ) async throws -> [ObjectChange] {

@@ -75,7 +75,10 @@ public actor TestPostgres {
         let template = try await migratedTemplate(admin: admin)
         let name = "psync_t_\(UInt64.random(in: 0...UInt64.max) & 0xFFFF_FFFF_FFFF)"
         try await Self.execute(on: admin, logger: logger, "CREATE DATABASE \(identifier: name) TEMPLATE \(identifier: template)")
-        return admin.with(database: name)
+        let url = admin.with(database: name)
+        // A clone carries its template's epoch; each test database is a database of its own.
+        try await Self.execute(on: url, logger: logger, "UPDATE psync_meta SET epoch = gen_random_uuid()")
+        return url
     }
 
     /// Drops a database made by ``createDatabase()``, closing its connections.

@@ -2,21 +2,21 @@ import SyncProtocol
 import Testing
 
 /// The operation rules as pure logic; the storage tests check the same rules end to end.
-@Suite("Operation applier")
+@Suite("SyncOperation applier")
 struct OperationApplierTests {
     let partition = try! Partition("user=u1")
     let key = try! ObjectKey(collection: "User", id: "u1")
     var applier: OperationApplier { OperationApplier(partition: partition) }
 
     /// Applies operations to one object with the given body and returns its body after.
-    func body(after operations: [Operation], from body: [String: JSONValue]?) throws(SyncError) -> [String: JSONValue]? {
+    func body(after operations: [SyncOperation], from body: [String: JSONValue]?) throws(SyncError) -> [String: JSONValue]? {
         let current: [ObjectKey: DocumentState] = body.map { [key: .live($0)] } ?? [:]
         let changes = try applier.apply(operations, to: current)
         guard let change = changes.first(where: { $0.key == key }) else { return body }
         return change.after.body
     }
 
-    func code(of operations: [Operation], from body: [String: JSONValue]?) -> SyncError.Code? {
+    func code(of operations: [SyncOperation], from body: [String: JSONValue]?) -> SyncError.Code? {
         do {
             _ = try self.body(after: operations, from: body)
             return nil

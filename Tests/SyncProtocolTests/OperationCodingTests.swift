@@ -1,7 +1,7 @@
 import SyncProtocol
 import Testing
 
-@Suite("Operation wire form")
+@Suite("SyncOperation wire form")
 struct OperationCodingTests {
     @Test(
         "every operation round-trips through its wire form",
@@ -16,7 +16,7 @@ struct OperationCodingTests {
         ])
     func roundTrip(text: String) throws {
         let json = try JSONParser().parse(text)
-        let operation = try Operation(json: json)
+        let operation = try SyncOperation(json: json)
         #expect(operation.json == json)
     }
 
@@ -38,6 +38,6 @@ struct OperationCodingTests {
         ])
     func malformed(text: String, code: SyncError.Code) throws {
         let json = try JSONParser().parse(text)
-        #expect(errorCode { try Operation(json: json) } == code, "\(text)")
+        #expect(errorCode { try SyncOperation(json: json) } == code, "\(text)")
     }
 }

@@ -20,7 +20,7 @@ func errorCode<T>(_ body: () async throws -> T) async -> SyncError.Code? {
 extension ObjectStore {
     /// Applies operations as one upload without a request id.
     @discardableResult
-    func apply(_ operations: [Operation], in partition: Partition, principal: String = "tester") async throws -> UploadResult {
+    func apply(_ operations: [SyncOperation], in partition: Partition, principal: String = "tester") async throws -> UploadResult {
         try await upload(Upload(partition: partition, operations: operations, principal: principal))
     }
 

@@ -14,7 +14,7 @@ struct OperationStorageTests {
     ]
 
     /// Stores the initial record, applies `operations`, returns the stored body.
-    func stored(after operations: [Operation]) async throws -> [String: JSONValue]? {
+    func stored(after operations: [SyncOperation]) async throws -> [String: JSONValue]? {
         try await TestDatabase.with { db in
             let store = db.store()
             try await store.apply([.put(record, body: initial)], in: user)
@@ -95,7 +95,7 @@ struct OperationStorageTests {
     @Test(
         "operation errors come back with their codes and write nothing",
         arguments: [
-            (Operation.set(key("User", "u1"), path: path("tags[9]"), value: 1), SyncError.Code.pathNotFound),
+            (SyncOperation.set(key("User", "u1"), path: path("tags[9]"), value: 1), SyncError.Code.pathNotFound),
             (.set(key("User", "u1"), path: path("conversations[id=nope].x"), value: 1), .pathNotFound),
             (.set(key("User", "u1"), path: path("name.first"), value: 1), .typeMismatch),
             (.increment(key("User", "u1"), path: path("name"), by: 1), .typeMismatch),
@@ -106,7 +106,7 @@ struct OperationStorageTests {
             (.put(key("User", "u1"), body: ["partition": "user=u2"]), .partitionMismatch),
             (.put(key("User", "u1"), body: ["_id": "u2"]), .invalidOperation),
         ])
-    func errors(operation: Operation, code: SyncError.Code) async throws {
+    func errors(operation: SyncOperation, code: SyncError.Code) async throws {
         try await TestDatabase.with { db in
             let store = db.store()
             let first = try await store.apply([.put(record, body: initial)], in: user)

@@ -13,7 +13,7 @@ struct UploadGuaranteeTests {
     func atomicity() async throws {
         try await TestDatabase.with { db in
             let store = db.store()
-            var operations: [Operation] = (0..<50).map { .put(key("ChatMessage", "m-\($0)"), body: ["text": .string("hi \($0)")]) }
+            var operations: [SyncOperation] = (0..<50).map { .put(key("ChatMessage", "m-\($0)"), body: ["text": .string("hi \($0)")]) }
             operations.append(.set(key("ChatMessage", "m-3"), path: path("text.bad"), value: 1))
             let code = await errorCode {
                 try await store.upload(Upload(partition: room, operations: operations, principal: "u1", requestId: "r-1"))

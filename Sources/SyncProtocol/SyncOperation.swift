@@ -3,7 +3,7 @@
 /// Operations apply in order to the server's current state (see docs/PROTOCOL.md,
 /// "Operations"). On the wire each is a JSON object with an `op` field:
 /// `{"op":"set","collection":"User","id":"u-1","path":"presence","value":"On-Line"}`.
-public enum Operation: Sendable, Hashable {
+public enum SyncOperation: Sendable, Hashable {
     /// Create the object with `body`, or, if it exists, set each top-level field of `body`.
     case put(ObjectKey, body: [String: JSONValue])
     /// Set the field at `path` (intermediate objects are created).
@@ -54,7 +54,7 @@ public enum Operation: Sendable, Hashable {
     }
 }
 
-extension Operation {
+extension SyncOperation {
     /// Decodes the wire form, throwing a ``SyncError`` naming the field at fault:
     /// `invalid_operation`, `invalid_collection`, `invalid_object_id` or `invalid_path`.
     public init(json: JSONValue) throws(SyncError) {
@@ -129,7 +129,7 @@ extension Operation {
     }
 }
 
-extension Operation: Codable {
+extension SyncOperation: Codable {
     public init(from decoder: any Decoder) throws {
         let json = try JSONValue(from: decoder)
         do {

@@ -1,0 +1,52 @@
+import PostgresNIO
+import SyncProtocol
+
+extension ObjectStore {
+    /// Removes tombstones older than `age` and records, per partition, the newest version
+    /// removed: a client whose cursor is older than that can no longer learn of those
+    /// deletions from a catch-up, so it gets a reset instead. Returns how many were removed.
+    @discardableResult
+    public func pruneTombstones(olderThan age: Duration) async throws -> Int {
+        let seconds = Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18
+        let rows = try await client.query(
+            """
+            WITH gone AS (
+                DELETE FROM psync_objects
+                WHERE body IS NULL AND updated_at <= now() - make_interval(secs => \(seconds))
+                RETURNING partition, version
+            ), floors AS (
+                UPDATE psync_partitions p SET pruned_through = GREATEST(p.pruned_through, f.version)
+                FROM (SELECT partition, max(version) AS version FROM gone GROUP BY partition) f
+                WHERE p.partition = f.partition
+                RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM floors)
+            """, logger: logger)
+        for try await (removed, _) in rows.decode((Int, Int).self) { return removed }
+        return 0
+    }
+
+    /// Gives this database a new epoch, so every cursor handed out before is answered with a
+    /// reset. Run it after restoring a backup or cloning the database: the copy would
+    /// otherwise accept cursors of the original, whose versions may name other changes.
+    public func renewEpoch() async throws {
+        try await client.query("UPDATE psync_meta SET epoch = gen_random_uuid()", logger: logger)
+        resetCachedEpoch()
+    }
+
+    /// Removes stored upload outcomes older than `age`; a request id repeated after that is
+    /// applied as a new upload. Returns how many were removed.
+    @discardableResult
+    public func pruneRequests(olderThan age: Duration) async throws -> Int {
+        let seconds = Double(age.components.seconds)
+        let rows = try await client.query(
+            """
+            WITH gone AS (
+                DELETE FROM psync_requests WHERE created_at <= now() - make_interval(secs => \(seconds)) RETURNING 1
+            )
+            SELECT count(*) FROM gone
+            """, logger: logger)
+        for try await removed in rows.decode(Int.self) { return removed }
+        return 0
+    }
+}

@@ -1,0 +1,51 @@
+import ArgumentParser
+import EmbeddedPostgres
+import Foundation
+import Logging
+import PostgresNIO
+import SyncStorage
+
+/// Where the database is: `DATABASE_URL`, or an embedded PostgreSQL in a data directory.
+struct DatabaseOptions: ParsableArguments {
+    @Option(name: .customLong("database-url"), help: "PostgreSQL URL (env DATABASE_URL). Without it an embedded PostgreSQL is started.")
+    var databaseURL: String? = ProcessInfo.processInfo.environment["DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+
+    @Option(name: .customLong("data-dir"), help: "Data directory of the embedded PostgreSQL (env PSYNC_DATA_DIR).")
+    var dataDirectory: String = ProcessInfo.processInfo.environment["PSYNC_DATA_DIR"] ?? ".psync-data/postgres"
+
+    @Option(name: .customLong("max-connections"), help: "Size of the PostgreSQL connection pool (env PSYNC_DB_POOL).")
+    var maximumConnections: Int = ProcessInfo.processInfo.environment["PSYNC_DB_POOL"].flatMap(Int.init) ?? 20
+
+    /// The database URL, starting the embedded PostgreSQL first when no URL is configured.
+    func resolve(logger: Logger) async throws -> (url: DatabaseURL, embedded: EmbeddedPostgres?) {
+        if let databaseURL {
+            return (try DatabaseURL(databaseURL), nil)
+        }
+        let embedded = EmbeddedPostgres(configuration: .init(dataDirectory: dataDirectory), logger: logger)
+        let endpoint = try await embedded.start()
+        return (try DatabaseURL(endpoint.url), embedded)
+    }
+
+    /// Runs `body` with a running client, then closes it and stops the embedded PostgreSQL if one was started.
+    func withClient<Result: Sendable>(
+        logger: Logger, _ body: @Sendable (PostgresClient) async throws -> Result
+    ) async throws -> Result {
+        let (url, embedded) = try await resolve(logger: logger)
+        logger.info("database", metadata: ["url": "\(url)"])
+        var configuration = url.clientConfiguration
+        configuration.options.maximumConnections = maximumConnections
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        do {
+            let result = try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                defer { group.cancelAll() }
+                return try await body(client)
+            }
+            try await embedded?.stop()
+            return result
+        } catch {
+            try? await embedded?.stop()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,11 @@
+import ArgumentParser
+
+/// The `psync` command: the PartitionSync server and its administration.
+@main
+struct PSync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "psync",
+        abstract: "PartitionSync: a partition-based sync server on PostgreSQL.",
+        subcommands: [Migrate.self]
+    )
+}

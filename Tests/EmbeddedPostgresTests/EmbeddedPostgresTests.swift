@@ -1,0 +1,69 @@
+import EmbeddedPostgres
+import Foundation
+import Logging
+import PostgresNIO
+import SyncStorage
+import SyncTesting
+import Testing
+
+@Suite("Embedded PostgreSQL", .timeLimit(.minutes(2)))
+struct EmbeddedPostgresTests {
+    func query(_ endpoint: EmbeddedPostgresEndpoint, _ sql: PostgresQuery) async throws -> [String] {
+        try await TestPostgres.withClient(try DatabaseURL(endpoint.url)) { client in
+            var values: [String] = []
+            for try await value in try await client.query(sql).decode(String.self) { values.append(value) }
+            return values
+        }
+    }
+
+    @Test("a cluster is initialized once, started on a free port, and keeps its data across restarts")
+    func lifecycle() async throws {
+        let directory = NSTemporaryDirectory() + "psync-embedded-test-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let configuration = EmbeddedPostgresConfiguration(dataDirectory: directory + "/data", database: "app", durable: false)
+        let first = EmbeddedPostgres(configuration: configuration, logger: Logger(label: "test"))
+        let endpoint = try await first.start()
+        #expect(endpoint.host == "127.0.0.1")
+        #expect(endpoint.database == "app")
+        #expect(try await first.start() == endpoint)  // starting again is a no-op
+        _ = try await query(endpoint, "CREATE TABLE kept (v text)")
+        _ = try await query(endpoint, "INSERT INTO kept VALUES ('still here')")
+        try await first.stop()
+        #expect(first.endpoint == nil)
+
+        let second = EmbeddedPostgres(configuration: configuration, logger: Logger(label: "test"))
+        let again = try await second.start()
+        #expect(try await query(again, "SELECT v FROM kept") == ["still here"])
+        #expect(try await query(again, "SELECT current_setting('listen_addresses')") == ["127.0.0.1"])
+        second.stopNow()
+        #expect(!FileManager.default.fileExists(atPath: directory + "/data/postmaster.pid"))
+    }
+
+    @Test("a cluster left running by a dead process is taken over")
+    func leftRunning() async throws {
+        let directory = NSTemporaryDirectory() + "psync-embedded-test-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let configuration = EmbeddedPostgresConfiguration(dataDirectory: directory + "/data", durable: false)
+        let orphan = EmbeddedPostgres(configuration: configuration, logger: Logger(label: "test"))
+        _ = try await orphan.start()
+        // A new owner of the same directory, as after a crash of the first process.
+        let owner = EmbeddedPostgres(configuration: configuration, logger: Logger(label: "test"))
+        let endpoint = try await owner.start()
+        #expect(try await query(endpoint, "SELECT 'ok'") == ["ok"])
+        try await owner.stop()
+    }
+
+    @Test("a folder without the binaries is a clear error")
+    func missingBinaries() async throws {
+        let postgres = EmbeddedPostgres(
+            configuration: .init(dataDirectory: NSTemporaryDirectory() + "psync-none-\(UUID().uuidString)", binDirectory: "/nonexistent/bin"),
+            logger: Logger(label: "test"))
+        do {
+            try await postgres.start()
+            Issue.record("started without binaries")
+        } catch let error as EmbeddedPostgresError {
+            #expect(error.code == .commandFailed)
+            #expect(error.message.contains("/nonexistent/bin/initdb"))
+        }
+    }
+}
