@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "SyncProtocol", targets: ["SyncProtocol"]),
         .library(name: "SyncStorage", targets: ["SyncStorage"]),
         .library(name: "EmbeddedPostgres", targets: ["EmbeddedPostgres"]),
+        .library(name: "SyncServer", targets: ["SyncServer"]),
         .library(name: "SyncTesting", targets: ["SyncTesting"]),
     ],
     dependencies: [
@@ -22,6 +23,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
     ],
     targets: [
         // Pure types and logic of the wire contract: no I/O. The client SDK depends only on this.
@@ -50,12 +58,34 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The sync server: authentication, permissions, the WebSocket and HTTP protocol, live push.
+        .target(
+            name: "SyncServer",
+            dependencies: [
+                "SyncProtocol",
+                "SyncStorage",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The harness every test suite uses: one embedded cluster per process, a database per test.
         .target(
             name: "SyncTesting",
             dependencies: [
                 "SyncStorage",
+                "SyncServer",
                 "EmbeddedPostgres",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -65,11 +95,13 @@ let package = Package(
             name: "psync",
             dependencies: [
                 "SyncStorage",
+                "SyncServer",
                 "EmbeddedPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -81,6 +113,11 @@ let package = Package(
         .testTarget(
             name: "EmbeddedPostgresTests",
             dependencies: ["EmbeddedPostgres", "SyncTesting", "SyncStorage"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SyncServerTests",
+            dependencies: ["SyncServer", "SyncTesting", "SyncStorage", "SyncProtocol"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

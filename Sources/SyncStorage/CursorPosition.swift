@@ -10,16 +10,16 @@ import SyncProtocol
 ///   delivered up to and including the object `after` (pages split a commit between them).
 /// - `tombstoneFloor` is set while a snapshot is in progress: tombstones at or below it are
 ///   not sent, because the client never held those objects.
-struct CursorPosition: Sendable, Hashable {
-    var epoch: UUID
-    var version: Int64
-    var after: ObjectKey?
-    var tombstoneFloor: Int64?
+public struct CursorPosition: Sendable, Hashable {
+    public var epoch: UUID
+    public var version: Int64
+    public var after: ObjectKey?
+    public var tombstoneFloor: Int64?
 
     static let prefix = "c1."
 
     /// The opaque text form: `c1.` and base64url of a small JSON object.
-    var cursor: Cursor {
+    public var cursor: Cursor {
         var fields: [String: JSONValue] = ["e": .string(epoch.uuidString.lowercased()), "v": .int(version)]
         if let after {
             fields["c"] = .string(after.collection)
@@ -34,7 +34,7 @@ struct CursorPosition: Sendable, Hashable {
     }
 
     /// Reads a cursor back; `nil` for anything this server did not hand out.
-    init?(_ cursor: Cursor) {
+    public init?(_ cursor: Cursor) {
         let text = cursor.rawValue
         guard text.hasPrefix(Self.prefix), text.utf8.count <= 2048 else { return nil }
         var base64 = String(text.dropFirst(Self.prefix.count))
@@ -65,7 +65,7 @@ struct CursorPosition: Sendable, Hashable {
         }
     }
 
-    init(epoch: UUID, version: Int64, after: ObjectKey? = nil, tombstoneFloor: Int64? = nil) {
+    public init(epoch: UUID, version: Int64, after: ObjectKey? = nil, tombstoneFloor: Int64? = nil) {
         self.epoch = epoch
         self.version = version
         self.after = after

@@ -66,6 +66,22 @@ public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible {
         return components.string ?? description
     }
 
+    /// A configuration for a single connection to this URL (for LISTEN, which needs one of its own).
+    public func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        let tls: PostgresConnection.Configuration.TLS
+        switch sslMode {
+        case "disable":
+            tls = .disable
+        default:
+            var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
+            if sslMode != "verify-ca" && sslMode != "verify-full" { tlsConfiguration.certificateVerification = .none }
+            let context = try NIOSSLContext(configuration: tlsConfiguration)
+            tls = sslMode == "require" || sslMode.hasPrefix("verify") ? .require(context) : .prefer(context)
+        }
+        return PostgresConnection.Configuration(
+            host: host, port: port, username: username, password: password, database: database, tls: tls)
+    }
+
     /// A client configuration for this URL.
     public var clientConfiguration: PostgresClient.Configuration {
         let tls: PostgresClient.Configuration.TLS

@@ -29,6 +29,10 @@ public final class ObjectStore: Sendable {
 
     public var limits: Limits { configuration.limits }
 
+    /// The PostgreSQL notification channel on which every commit announces, per partition it
+    /// changed, `"<version>:<partition>"`.
+    public static let notificationChannel = "psync_changes"
+
     /// The identity of this database, carried in every cursor.
     public func epoch() async throws -> UUID {
         if let epoch = cachedEpoch.withLock({ $0 }) { return epoch }
@@ -88,6 +92,7 @@ public final class ObjectStore: Sendable {
                     try await connection.query("BEGIN", logger: logger)
                     do {
                         let result = try await body(transaction)
+                        try await transaction.notifyChanges()
                         try await connection.query("COMMIT", logger: logger)
                         return result
                     } catch {

@@ -14,7 +14,8 @@ public final class WriteTransaction {
     /// Who writes: recorded with the changes.
     public let author: String
     let store: ObjectStore
-    var logger: Logger { store.logger }
+    /// The store's logger.
+    public var logger: Logger { store.logger }
 
     /// The version each partition written so far carries in this transaction.
     public private(set) var versions: [Partition: Int64] = [:]
@@ -92,6 +93,18 @@ public final class WriteTransaction {
         try await validate?(changes, self)
         try await write(changes, in: partition, version: version)
         return changes
+    }
+
+    /// Announces the new version of every partition this transaction changed, on the channel
+    /// ``ObjectStore/notificationChannel``; PostgreSQL delivers the notifications at commit,
+    /// and drops them on rollback.
+    func notifyChanges() async throws {
+        let changed = Set(changes.map(\.partition))
+        guard !changed.isEmpty else { return }
+        let payloads = changed.sorted().map { "\(versions[$0]!):\($0)" }
+        try await connection.query(
+            "SELECT pg_notify(\(ObjectStore.notificationChannel), payload) FROM unnest(\(payloads)::text[]) AS t(payload)",
+            logger: logger)
     }
 
     /// Writes computed changes as they are (no operations applied): live bodies and tombstones.

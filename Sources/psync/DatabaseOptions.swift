@@ -8,7 +8,11 @@ import SyncStorage
 /// Where the database is: `DATABASE_URL`, or an embedded PostgreSQL in a data directory.
 struct DatabaseOptions: ParsableArguments {
     @Option(name: .customLong("database-url"), help: "PostgreSQL URL (env DATABASE_URL). Without it an embedded PostgreSQL is started.")
-    var databaseURL: String? = ProcessInfo.processInfo.environment["DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    var databaseURLOption: String?
+
+    var databaseURL: String? {
+        databaseURLOption ?? ProcessInfo.processInfo.environment["DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
 
     @Option(name: .customLong("data-dir"), help: "Data directory of the embedded PostgreSQL (env PSYNC_DATA_DIR).")
     var dataDirectory: String = ProcessInfo.processInfo.environment["PSYNC_DATA_DIR"] ?? ".psync-data/postgres"
@@ -24,6 +28,31 @@ struct DatabaseOptions: ParsableArguments {
         let embedded = EmbeddedPostgres(configuration: .init(dataDirectory: dataDirectory), logger: logger)
         let endpoint = try await embedded.start()
         return (try DatabaseURL(endpoint.url), embedded)
+    }
+
+    /// Like ``withClient(logger:_:)``, after applying the migrations.
+    func withMigratedClient<Result: Sendable>(
+        logger: Logger, _ body: @Sendable @escaping (PostgresClient) async throws -> Result
+    ) async throws -> Result {
+        try await withClient(logger: logger) { client in
+            try await Migrator(client: client, logger: logger).migrate()
+            return try await body(client)
+        }
+    }
+
+    /// The JWT secret of an embedded database: made once and kept in its data directory
+    /// (mode 0600), so tokens survive restarts in development. `nil` with `DATABASE_URL`.
+    func persistentJWTSecret(embedded: Bool, logger: Logger) throws -> String? {
+        guard embedded else { return nil }
+        let path = URL(fileURLWithPath: dataDirectory).deletingLastPathComponent().appendingPathComponent("jwt-secret").path
+        if let secret = try? String(contentsOfFile: path, encoding: .utf8), secret.utf8.count >= 32 {
+            return secret.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        var generator = SystemRandomNumberGenerator()
+        let secret = (0..<48).map { _ in String(UInt8.random(in: 0...255, using: &generator), radix: 16) }.joined()
+        _ = FileManager.default.createFile(atPath: path, contents: Data(secret.utf8), attributes: [.posixPermissions: 0o600])
+        logger.info("made a JWT secret for the embedded database", metadata: ["path": "\(path)"])
+        return secret
     }
 
     /// Runs `body` with a running client, then closes it and stops the embedded PostgreSQL if one was started.

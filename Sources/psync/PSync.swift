@@ -6,6 +6,7 @@ struct PSync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "psync",
         abstract: "PartitionSync: a partition-based sync server on PostgreSQL.",
-        subcommands: [Migrate.self]
+        subcommands: [Serve.self, Migrate.self, APIKey.self],
+        defaultSubcommand: Serve.self
     )
 }

@@ -1,0 +1,234 @@
+import Foundation
+import HummingbirdBcrypt
+import Logging
+import NIOPosix
+import PostgresNIO
+import SyncProtocol
+
+/// Accounts and credentials: registration and login with bcrypt password hashes, short-lived
+/// JWT access tokens, rotating refresh tokens stored hashed, and API keys for back-end
+/// services. Failed logins are limited per account and per client address, across instances.
+public final class AuthService: Sendable {
+    /// What a successful registration, login or refresh returns.
+    public struct Tokens: Sendable, Hashable {
+        public var userID: String
+        public var accessToken: String
+        public var refreshToken: String
+        /// Seconds until the access token expires.
+        public var expiresIn: Int
+
+        public var json: JSONValue {
+            [
+                "userId": .string(userID), "accessToken": .string(accessToken), "refreshToken": .string(refreshToken),
+                "expiresIn": .int(Int64(expiresIn)),
+            ]
+        }
+    }
+
+    let client: PostgresClient
+    let configuration: AuthConfiguration
+    let issuer: TokenIssuer
+    let logger: Logger
+    let hooks: AuthHooks
+
+    public init(client: PostgresClient, configuration: AuthConfiguration, issuer: TokenIssuer, hooks: AuthHooks = .init(), logger: Logger) {
+        self.client = client
+        self.configuration = configuration
+        self.issuer = issuer
+        self.hooks = hooks
+        self.logger = logger
+    }
+
+    // MARK: Accounts
+
+    /// Creates an account; `email_taken` when the email (case-insensitively) has one.
+    public func register(email: String, password: String) async throws -> Tokens {
+        let email = email.trimmingCharacters(in: .whitespaces)
+        try Self.checkEmail(email)
+        try checkPassword(password)
+        let hash = try await hashPassword(password)
+        let userID = UUID().uuidString.lowercased()
+        let created = try await client.withTransaction(logger: logger) { connection in
+            let rows = try await connection.query(
+                """
+                INSERT INTO psync_users (id, email, email_key, password_hash)
+                VALUES (\(userID), \(email), \(email.lowercased()), \(hash))
+                ON CONFLICT (email_key) DO NOTHING
+                RETURNING id
+                """, logger: logger)
+            var inserted = false
+            for try await _ in rows { inserted = true }
+            if inserted {
+                try await hooks.userRegistered?(UserAccount(id: userID, email: email), connection)
+            }
+            return inserted
+        }
+        guard created else { throw SyncError(.emailTaken, "an account with this email exists") }
+        logger.info("user registered", metadata: ["userId": "\(userID)"])
+        return try await issueTokens(userID: userID, family: UUID())
+    }
+
+    /// Checks credentials; `invalid_credentials` for a wrong email or password, `rate_limited`
+    /// after too many failures for the account or the address.
+    public func login(email: String, password: String, address: String) async throws -> Tokens {
+        let emailKey = email.trimmingCharacters(in: .whitespaces).lowercased()
+        try await checkRateLimit(emailKey: emailKey, address: address)
+        var stored: (id: String, hash: String)?
+        let rows = try await client.query(
+            "SELECT id, password_hash FROM psync_users WHERE email_key = \(emailKey)", logger: logger)
+        for try await (id, hash) in rows.decode((String, String).self) { stored = (id, hash) }
+        // Verify against a dummy hash for an unknown email, so both failures take as long.
+        let hash = stored?.hash ?? Self.dummyHash
+        let matches = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash) }
+        guard let stored, matches else {
+            try await recordFailure(emailKey: emailKey, address: address)
+            logger.notice("failed login", metadata: ["address": "\(address)"])
+            throw SyncError(.invalidCredentials, "wrong email or password")
+        }
+        try await client.query(
+            "DELETE FROM psync_login_failures WHERE scope = 'account' AND subject = \(emailKey)", logger: logger)
+        return try await issueTokens(userID: stored.id, family: UUID())
+    }
+
+    /// Exchanges a refresh token for new tokens; the old one stops working. Presenting a
+    /// token that was already used revokes its whole family.
+    public func refresh(_ refreshToken: String) async throws -> Tokens {
+        let digest = SecretHash.digest(refreshToken)
+        let (userID, family): (String?, UUID?) = try await client.withTransaction(logger: logger) { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE psync_refresh_tokens SET revoked_at = now()
+                WHERE token_hash = \(digest) AND revoked_at IS NULL AND expires_at > now()
+                RETURNING user_id, family
+                """, logger: logger)
+            for try await (userID, family) in rows.decode((String, UUID).self) { return (userID, family) }
+            // Unknown, expired or already used: if it was used, its family is compromised.
+            try await connection.query(
+                """
+                UPDATE psync_refresh_tokens SET revoked_at = now()
+                WHERE family = (SELECT family FROM psync_refresh_tokens WHERE token_hash = \(digest))
+                  AND revoked_at IS NULL
+                """, logger: logger)
+            return (nil, nil)
+        }
+        guard let userID, let family else {
+            throw SyncError(.unauthenticated, "the refresh token is not valid")
+        }
+        return try await issueTokens(userID: userID, family: family)
+    }
+
+    /// Revokes a refresh token and every token rotated from the same login.
+    public func logout(_ refreshToken: String) async throws {
+        let digest = SecretHash.digest(refreshToken)
+        try await client.query(
+            """
+            UPDATE psync_refresh_tokens SET revoked_at = now()
+            WHERE family = (SELECT family FROM psync_refresh_tokens WHERE token_hash = \(digest))
+              AND revoked_at IS NULL
+            """, logger: logger)
+    }
+
+    // MARK: Bearer credentials
+
+    /// The principal of an `Authorization: Bearer` credential: an access token, or an API key
+    /// (`psk_…`). Also returns when the credential expires (API keys: never).
+    public func authenticate(bearer credential: String) async throws -> (principal: Principal, expires: Date?) {
+        if credential.hasPrefix(APIKeys.prefix) {
+            return (.service(try await APIKeys(client: client, logger: logger).verify(credential)), nil)
+        }
+        let (userID, expires) = try await issuer.verify(credential)
+        return (.user(userID), expires)
+    }
+
+    // MARK: Helpers
+
+    private func issueTokens(userID: String, family: UUID) async throws -> Tokens {
+        let refreshToken = SecretHash.makeSecret(prefix: "psr_")
+        let seconds = Double(configuration.refreshTokenLifetime.components.seconds)
+        try await client.query(
+            """
+            INSERT INTO psync_refresh_tokens (token_hash, user_id, family, expires_at)
+            VALUES (\(SecretHash.digest(refreshToken)), \(userID), \(family), now() + make_interval(secs => \(seconds)))
+            """, logger: logger)
+        let (accessToken, expiresIn) = try await issuer.issue(userID: userID)
+        return Tokens(userID: userID, accessToken: accessToken, refreshToken: refreshToken, expiresIn: expiresIn)
+    }
+
+    private func hashPassword(_ password: String) async throws -> String {
+        let cost = configuration.bcryptCost
+        return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
+    }
+
+    private func checkRateLimit(emailKey: String, address: String) async throws {
+        let window = Double(configuration.failureWindow.components.seconds)
+        let rows = try await client.query(
+            """
+            SELECT scope, failures FROM psync_login_failures
+            WHERE ((scope = 'account' AND subject = \(emailKey)) OR (scope = 'address' AND subject = \(address)))
+              AND window_start > now() - make_interval(secs => \(window))
+            """, logger: logger)
+        for try await (scope, failures) in rows.decode((String, Int).self) {
+            let limit = scope == "account" ? configuration.failuresPerAccount : configuration.failuresPerAddress
+            if failures >= limit {
+                throw SyncError(.rateLimited, "too many failed logins; try again later")
+            }
+        }
+    }
+
+    private func recordFailure(emailKey: String, address: String) async throws {
+        let window = Double(configuration.failureWindow.components.seconds)
+        try await client.query(
+            """
+            INSERT INTO psync_login_failures AS f (scope, subject, window_start, failures)
+            VALUES ('account', \(emailKey), now(), 1), ('address', \(address), now(), 1)
+            ON CONFLICT (scope, subject) DO UPDATE SET
+                failures = CASE WHEN f.window_start <= now() - make_interval(secs => \(window)) THEN 1 ELSE f.failures + 1 END,
+                window_start = CASE WHEN f.window_start <= now() - make_interval(secs => \(window)) THEN now() ELSE f.window_start END
+            """, logger: logger)
+    }
+
+    static func checkEmail(_ email: String) throws(SyncError) {
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
+            email.utf8.count <= 254,
+            !email.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
+        else {
+            throw SyncError(.badRequest, "an email address is name@domain")
+        }
+    }
+
+    func checkPassword(_ password: String) throws(SyncError) {
+        guard password.count >= configuration.minimumPasswordLength else {
+            throw SyncError(.badRequest, "a password has at least \(configuration.minimumPasswordLength) characters")
+        }
+        // bcrypt reads at most 72 bytes; longer passwords would be silently truncated.
+        guard password.utf8.count <= 72 else {
+            throw SyncError(.badRequest, "a password has at most 72 bytes")
+        }
+    }
+
+    /// A bcrypt hash of a random password, verified against when the email is unknown.
+    static let dummyHash = Bcrypt.hash(UUID().uuidString, cost: 4)
+}
+
+/// An account as given to authentication hooks.
+public struct UserAccount: Sendable, Hashable {
+    public var id: String
+    public var email: String
+
+    public init(id: String, email: String) {
+        self.id = id
+        self.email = email
+    }
+}
+
+/// Code an application runs on authentication events, inside the transaction that records
+/// them, so its database writes commit with the account or not at all.
+public struct AuthHooks: Sendable {
+    /// Runs in the transaction that creates the account.
+    public var userRegistered: (@Sendable (UserAccount, PostgresConnection) async throws -> Void)?
+
+    public init(userRegistered: (@Sendable (UserAccount, PostgresConnection) async throws -> Void)? = nil) {
+        self.userRegistered = userRegistered
+    }
+}

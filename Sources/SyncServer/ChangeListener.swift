@@ -1,0 +1,71 @@
+import Logging
+import NIOPosix
+import PostgresNIO
+import ServiceLifecycle
+import SyncProtocol
+import SyncStorage
+
+/// Listens on a dedicated PostgreSQL connection for the notifications every commit sends
+/// (`"<version>:<partition>"` on ``ObjectStore/notificationChannel``) and hands them to the
+/// hub. A lost connection is re-established with backoff; after each (re)connection the hub
+/// reads every feed from its cursor, so notifications missed meanwhile lose nothing.
+public final class ChangeListener: Service, Sendable {
+    let url: DatabaseURL
+    let hub: SubscriptionHub
+    let logger: Logger
+    let readiness: Readiness
+
+    init(url: DatabaseURL, hub: SubscriptionHub, readiness: Readiness, logger: Logger) {
+        self.url = url
+        self.hub = hub
+        self.readiness = readiness
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        var attempt = 0
+        await withTaskCancellationOrGracefulShutdownHandler {
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                do {
+                    try await listenOnce()
+                } catch {
+                    if Task.isCancelled || Task.isShuttingDownGracefully { break }
+                    logger.warning("change listener lost its connection", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
+                }
+                readiness.listening(false)
+                attempt += 1
+                try? await Task.sleep(for: .milliseconds(min(50 * (1 << min(attempt, 6)), 2_000)))
+            }
+        } onCancelOrGracefulShutdown: {}
+    }
+
+    private func listenOnce() async throws {
+        let configuration = try url.connectionConfiguration()
+        let connection = try await PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: 0, logger: logger)
+        defer { Task { try? await connection.close() } }
+        try await withTaskCancellationOrGracefulShutdownHandler {
+            try await connection.listen(on: ObjectStore.notificationChannel) { notifications in
+                // LISTEN is active from here on: commits before this point are caught by the
+                // resync below, commits after it arrive as notifications.
+                readiness.listening(true)
+                hub.listenerConnected()
+                for try await notification in notifications {
+                    handle(notification.payload)
+                }
+            }
+        } onCancelOrGracefulShutdown: {
+            Task { try? await connection.close() }
+        }
+    }
+
+    private func handle(_ payload: String) {
+        guard let colon = payload.firstIndex(of: ":"), let version = Int64(payload[..<colon]),
+            let partition = try? Partition(String(payload[payload.index(after: colon)...]))
+        else {
+            logger.warning("ignoring a malformed change notification", metadata: ["payload": "\(payload.prefix(100))"])
+            return
+        }
+        hub.committed(partition, version: version)
+    }
+}

@@ -1,0 +1,41 @@
+import SyncProtocol
+
+/// A subscription's place in a partition's history: a complete version, or a version
+/// delivered up to and including one object (pages may split a commit).
+struct FeedPosition: Sendable, Hashable, Comparable {
+    var version: Int64
+    var after: ObjectKey?
+
+    static func < (lhs: FeedPosition, rhs: FeedPosition) -> Bool {
+        if lhs.version != rhs.version { return lhs.version < rhs.version }
+        switch (lhs.after, rhs.after) {
+        case (nil, nil): return false
+        case (_?, nil): return true  // part of a version comes before all of it
+        case (nil, _?): return false
+        case (let a?, let b?): return a < b
+        }
+    }
+
+    /// Whether an object at `version` with `key` comes after this position.
+    func precedes(version objectVersion: Int64, key: ObjectKey) -> Bool {
+        if objectVersion != version { return objectVersion > version }
+        guard let after else { return false }
+        return after < key
+    }
+}
+
+/// What the hub needs of a session: it hands over committed pages of partitions the session
+/// follows live, and tells it when a permission input changed.
+///
+/// All calls come from under the hub's lock and must not block or call back into the hub.
+protocol FeedSubscriber: AnyObject, Sendable {
+    /// Queues a page for a live subscription; `false` when the subscription is no longer live
+    /// there (ended, or its queue overflowed and it will catch up on its own).
+    func deliver(partition: Partition, generation: Int, cursor: Cursor, text: String, objectCount: Int) -> Bool
+    /// Confirms that a subscription that asked to join is still waiting, and makes it live.
+    func becomeLive(partition: Partition, generation: Int) -> Bool
+    /// The partition's live feed cannot continue (its cursor was reset): catch up alone.
+    func resync(partition: Partition, generation: Int)
+    /// A partition that a permission decision of this session depends on has changed.
+    func permissionInputChanged(_ partition: Partition)
+}

@@ -1,0 +1,124 @@
+import CoreMetrics
+import Foundation
+import Hummingbird
+import SyncProtocol
+import SyncStorage
+
+/// The HTTP endpoints: authentication, pull and upload for clients without a WebSocket,
+/// health, readiness and metrics (docs/PROTOCOL.md, docs/openapi.yaml).
+struct HTTPRoutes: Sendable {
+    let store: ObjectStore
+    let auth: AuthService
+    let permissions: Permissions
+    let uploads: UploadService
+    let metrics: ServerMetrics
+    let readiness: Readiness
+
+    func add(to router: Router<SyncRequestContext>) {
+        router.get("health") { _, _ in Response.json(["status": "ok"]) }
+        router.get("ready") { _, context in try await self.ready(context) }
+        router.get("metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: .init(string: self.metrics.render())))
+        }
+        let authGroup = router.group("v1/auth")
+        authGroup.post("register") { request, _ in
+            let (email, password) = try await self.credentials(request)
+            return Response.json(try await self.auth.register(email: email, password: password).json, status: .created)
+        }
+        authGroup.post("login") { request, context in
+            let (email, password) = try await self.credentials(request)
+            return Response.json(try await self.auth.login(email: email, password: password, address: context.remoteAddress).json)
+        }
+        authGroup.post("refresh") { request, _ in
+            Response.json(try await self.auth.refresh(try await self.refreshToken(request)).json)
+        }
+        authGroup.post("logout") { request, _ in
+            try await self.auth.logout(try await self.refreshToken(request))
+            return Response(status: .noContent)
+        }
+        let partitions = router.group("v1/partitions")
+        partitions.get(":partition/changes") { request, context in try await self.pull(request, context) }
+        partitions.post(":partition/uploads") { request, context in try await self.upload(request, context) }
+    }
+
+    private func ready(_ context: SyncRequestContext) async throws -> Response {
+        guard readiness.isReady else {
+            return .error(SyncError(.unavailable, "the server is starting or has lost its database"))
+        }
+        do {
+            _ = try await store.headVersion(of: Partition("health=check"))
+            return .json(["status": "ready"])
+        } catch {
+            return .error(SyncError(.unavailable, "the database is unreachable"))
+        }
+    }
+
+    // MARK: Sync over HTTP
+
+    private func pull(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let principal = try await authenticate(request)
+        let partition = try partitionParameter(context)
+        let permissionContext = PermissionContext(store: store, logger: context.logger)
+        guard try await permissions.canRead(principal, partition, context: permissionContext) else {
+            throw SyncError(.permissionDenied, "you may not read \(partition)")
+        }
+        let cursor = request.uri.queryParameters["cursor"].map { Cursor(rawValue: String($0)) }
+        var limit: Int?
+        if let text = request.uri.queryParameters["limit"] {
+            guard let value = Int(String(text)), value > 0 else { throw SyncError(.badRequest, "limit is a positive integer") }
+            limit = value
+        }
+        let batch = try await store.changes(in: partition, after: cursor.flatMap { $0.rawValue.isEmpty ? nil : $0 }, limit: limit)
+        metrics.changesPushed.increment(by: batch.objects.count)
+        return .json(batch.json)
+    }
+
+    private func upload(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let principal = try await authenticate(request)
+        let partition = try partitionParameter(context)
+        let body = try await request.jsonBody(limit: context.maxUploadSize, maximumDepth: store.limits.maximumDepth + 8)
+        guard let requestId = body["requestId"]?.stringValue else { throw SyncError(.badRequest, "the body needs a string 'requestId'") }
+        guard let list = body["operations"]?.arrayValue else { throw SyncError(.badRequest, "the body needs an array 'operations'") }
+        var operations: [SyncOperation] = []
+        for item in list { operations.append(try SyncOperation(json: item)) }
+        switch await uploads.upload(operations, to: partition, requestId: requestId, by: principal) {
+        case .ack(let result):
+            return .json(ServerMessage.ack(requestId: requestId, partition: partition, cursor: result.cursor).json)
+        case .rejected(let error, let objects):
+            let message = ServerMessage.rejected(requestId: requestId, partition: partition, error: error, objects: objects)
+            return .json(message.json, status: error.code.httpStatus)
+        case .failed(let error):
+            throw error
+        }
+    }
+
+    // MARK: Helpers
+
+    private func authenticate(_ request: Request) async throws -> Principal {
+        guard let credential = request.bearerCredential else {
+            throw SyncError(.unauthenticated, "send Authorization: Bearer <access token>")
+        }
+        return try await auth.authenticate(bearer: credential).principal
+    }
+
+    private func partitionParameter(_ context: SyncRequestContext) throws -> Partition {
+        guard let raw = context.parameters.get("partition") else { throw SyncError(.invalidPartition, "no partition") }
+        return try Partition(raw.removingPercentEncoding ?? raw)
+    }
+
+    private func credentials(_ request: Request) async throws -> (String, String) {
+        let body = try await request.jsonBody(limit: 64 << 10, maximumDepth: 4)
+        guard let email = body["email"]?.stringValue, let password = body["password"]?.stringValue else {
+            throw SyncError(.badRequest, "the body needs string fields 'email' and 'password'")
+        }
+        return (email, password)
+    }
+
+    private func refreshToken(_ request: Request) async throws -> String {
+        let body = try await request.jsonBody(limit: 64 << 10, maximumDepth: 4)
+        guard let token = body["refreshToken"]?.stringValue else { throw SyncError(.badRequest, "the body needs a string 'refreshToken'") }
+        return token
+    }
+}

@@ -1,0 +1,68 @@
+import SyncStorage
+
+/// Settings of the sync server. Every field has a default; `psync serve` sets them from
+/// flags and environment variables (README.md, "Configuration").
+public struct ServerConfiguration: Sendable {
+    /// Address to listen on. Default `127.0.0.1`.
+    public var host: String = "127.0.0.1"
+    /// Port for HTTP and WebSocket; 0 picks a free one. Default 8080.
+    public var port: Int = 8080
+    /// The storage engine's limits and page sizes.
+    public var storage: StorageConfiguration = .init()
+    /// Authentication settings.
+    public var auth: AuthConfiguration = .init(jwtSecret: nil)
+    /// WebSocket session settings.
+    public var sessions: SessionConfiguration = .init()
+    /// Name reported in logs and the `server` header. Default `psync`.
+    public var name: String = "psync"
+
+    public init() {}
+}
+
+/// Settings of authentication.
+public struct AuthConfiguration: Sendable {
+    /// Secret for signing access tokens (HS256), at least 32 bytes. `nil`: a random secret per
+    /// process, so tokens do not survive a restart and are not accepted by other instances.
+    public var jwtSecret: String?
+    /// Lifetime of an access token. Default 15 minutes.
+    public var accessTokenLifetime: Duration = .seconds(15 * 60)
+    /// Lifetime of a refresh token. Default 30 days.
+    public var refreshTokenLifetime: Duration = .seconds(30 * 24 * 3600)
+    /// bcrypt cost of password hashes (4–31). Default 12; tests use 4.
+    public var bcryptCost: UInt8 = 12
+    /// Shortest password accepted. Default 8.
+    public var minimumPasswordLength: Int = 8
+    /// Failed logins allowed per account in one window. Default 10.
+    public var failuresPerAccount: Int = 10
+    /// Failed logins allowed per client address in one window. Default 50.
+    public var failuresPerAddress: Int = 50
+    /// The window of the failed-login limits. Default 15 minutes.
+    public var failureWindow: Duration = .seconds(15 * 60)
+
+    public init(jwtSecret: String?) {
+        self.jwtSecret = jwtSecret
+    }
+}
+
+/// Settings of WebSocket sessions.
+public struct SessionConfiguration: Sendable {
+    /// A session that sends nothing (no ping, no request) for this long is closed with code
+    /// 4000. Default 60 seconds.
+    public var idleTimeout: Duration = .seconds(60)
+    /// Time a connection without an `Authorization` header has to send `auth`. Default 10 seconds.
+    public var authTimeout: Duration = .seconds(10)
+    /// Bytes of change batches queued for one session before its slowest subscription is
+    /// paused and later resumed from its last delivered cursor. Default 4 MiB.
+    public var outboxLimitBytes: Int = 4 << 20
+    /// Replies (acks, errors, pongs) queued for a client that does not read before the session
+    /// is closed with code 4002. Default 1,000.
+    public var outboxLimitReplies: Int = 1_000
+    /// Largest message a client may send, in bytes. Default 16 MiB.
+    public var maximumMessageBytes: Int = 16 << 20
+    /// Objects per change batch sent to a client. Default 500.
+    public var batchSize: Int = 500
+    /// Most partitions one session may subscribe to. Default 1,000.
+    public var maximumSubscriptions: Int = 1_000
+
+    public init() {}
+}

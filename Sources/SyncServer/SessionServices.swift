@@ -1,0 +1,16 @@
+import Logging
+import SyncStorage
+
+/// The parts of the server a session works with.
+struct SessionServices: Sendable {
+    let store: ObjectStore
+    let hub: SubscriptionHub
+    let permissions: Permissions
+    let auth: AuthService
+    let uploads: UploadService
+    let metrics: ServerMetrics
+    let configuration: SessionConfiguration
+    var logger: Logger
+
+    var permissionContext: PermissionContext { PermissionContext(store: store, logger: logger) }
+}

@@ -1,0 +1,276 @@
+import CoreMetrics
+import Logging
+import ServiceLifecycle
+import Synchronization
+import SyncProtocol
+import SyncStorage
+
+/// Fans committed changes out to the live subscriptions of this server instance.
+///
+/// Commits announce `(partition, version)` through PostgreSQL (see ``ChangeListener``). For
+/// each partition with live subscribers the hub keeps one feed: it reads the partition's new
+/// changes once, after the feed's cursor, and hands the same page (encoded once) to every
+/// subscriber, rather than each subscriber querying on its own. A subscriber that was
+/// catching up joins the feed when its own reading reaches the feed's position.
+///
+/// The hub also routes changes of permission inputs to the sessions whose decisions depend
+/// on them.
+public final class SubscriptionHub: Service, Sendable {
+    struct Member {
+        let subscriber: any FeedSubscriber
+        let generation: Int
+        var position: FeedPosition
+    }
+
+    struct Feed {
+        var cursor: Cursor
+        var position: FeedPosition
+        var members: [ObjectIdentifier: Member] = [:]
+        var fetching = false
+        var dirty = false
+    }
+
+    struct State {
+        var feeds: [Partition: Feed] = [:]
+        var watchers: [Partition: [ObjectIdentifier: WeakSubscriber]] = [:]
+    }
+
+    struct WeakSubscriber {
+        weak var subscriber: (any FeedSubscriber)?
+    }
+
+    enum Event: Sendable {
+        case fetch(Partition)
+    }
+
+    /// How a subscription's request to join a live feed was answered.
+    enum JoinResult {
+        /// It now receives every commit after its position.
+        case live
+        /// The feed is ahead of it: read further and ask again.
+        case behind
+        /// The subscription ended meanwhile.
+        case gone
+    }
+
+    let store: ObjectStore
+    let batchSize: Int
+    let logger: Logger
+    let metrics: ServerMetrics
+    private let state = Mutex(State())
+    private let events: AsyncStream<Event>
+    private let eventSink: AsyncStream<Event>.Continuation
+
+    init(store: ObjectStore, batchSize: Int, metrics: ServerMetrics, logger: Logger) {
+        self.store = store
+        self.batchSize = batchSize
+        self.metrics = metrics
+        self.logger = logger
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self)
+    }
+
+    /// Reads the feeds that have new commits, each in a task of its own, until shutdown.
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            for await event in events.cancelOnGracefulShutdown() {
+                switch event {
+                case .fetch(let partition):
+                    group.addTask { await self.fetch(partition) }
+                }
+            }
+            group.cancelAll()
+        }
+    }
+
+    // MARK: Input from the change listener
+
+    /// A commit announced a new version of a partition.
+    func committed(_ partition: Partition, version: Int64) {
+        let (fetch, watchers) = state.withLock { state -> (Bool, [any FeedSubscriber]) in
+            let watchers = state.watchers[partition]?.values.compactMap(\.subscriber) ?? []
+            guard var feed = state.feeds[partition], version > feed.position.version else { return (false, watchers) }
+            if feed.fetching {
+                feed.dirty = true
+                state.feeds[partition] = feed
+                return (false, watchers)
+            }
+            feed.fetching = true
+            state.feeds[partition] = feed
+            return (true, watchers)
+        }
+        if fetch { eventSink.yield(.fetch(partition)) }
+        for watcher in watchers { watcher.permissionInputChanged(partition) }
+    }
+
+    /// The listener (re)connected: notifications may have been missed, so every feed reads
+    /// from its cursor, and every permission decision is checked again.
+    func listenerConnected() {
+        let (partitions, watchers) = state.withLock { state -> ([Partition], [(Partition, any FeedSubscriber)]) in
+            var started: [Partition] = []
+            for (partition, var feed) in state.feeds {
+                if feed.fetching {
+                    feed.dirty = true
+                } else {
+                    feed.fetching = true
+                    started.append(partition)
+                }
+                state.feeds[partition] = feed
+            }
+            let watchers = state.watchers.flatMap { partition, entries in
+                entries.values.compactMap(\.subscriber).map { (partition, $0) }
+            }
+            return (started, watchers)
+        }
+        for partition in partitions { eventSink.yield(.fetch(partition)) }
+        for (partition, watcher) in watchers { watcher.permissionInputChanged(partition) }
+    }
+
+    // MARK: Membership
+
+    /// Asks to receive a partition live from `position` (a complete or partial version the
+    /// subscriber has delivered up to).
+    func join(_ subscriber: any FeedSubscriber, partition: Partition, generation: Int, cursor: Cursor, position: FeedPosition) -> JoinResult {
+        let (result, fetch) = state.withLock { state -> (JoinResult, Bool) in
+            var feed = state.feeds[partition] ?? Feed(cursor: cursor, position: position)
+            let isNew = state.feeds[partition] == nil
+            if !isNew, position < feed.position { return (.behind, false) }
+            guard subscriber.becomeLive(partition: partition, generation: generation) else { return (.gone, false) }
+            feed.members[ObjectIdentifier(subscriber)] = Member(subscriber: subscriber, generation: generation, position: position)
+            // A new feed, or a subscriber ahead of the feed, may have missed notifications
+            // before it joined: read once now so nothing committed since is left behind.
+            var fetch = false
+            if isNew || feed.position < position {
+                if feed.fetching { feed.dirty = true } else { feed.fetching = true; fetch = true }
+            }
+            state.feeds[partition] = feed
+            return (.live, fetch)
+        }
+        if fetch { eventSink.yield(.fetch(partition)) }
+        return result
+    }
+
+    /// Stops sending a partition live to a subscriber.
+    func leave(_ subscriber: any FeedSubscriber, partition: Partition) {
+        state.withLock { state in
+            guard var feed = state.feeds[partition] else { return }
+            feed.members.removeValue(forKey: ObjectIdentifier(subscriber))
+            if feed.members.isEmpty, !feed.fetching {
+                state.feeds.removeValue(forKey: partition)
+            } else {
+                state.feeds[partition] = feed
+            }
+        }
+    }
+
+    /// Routes changes of `inputs` to the subscriber's permission checks.
+    func watch(_ inputs: [Partition], for subscriber: any FeedSubscriber) {
+        state.withLock { state in
+            for input in inputs {
+                state.watchers[input, default: [:]][ObjectIdentifier(subscriber)] = WeakSubscriber(subscriber: subscriber)
+            }
+        }
+    }
+
+    /// Stops routing changes of `inputs` to the subscriber.
+    func unwatch(_ inputs: [Partition], for subscriber: any FeedSubscriber) {
+        state.withLock { state in
+            for input in inputs {
+                state.watchers[input]?.removeValue(forKey: ObjectIdentifier(subscriber))
+                if state.watchers[input]?.isEmpty == true { state.watchers.removeValue(forKey: input) }
+            }
+        }
+    }
+
+    /// Counts for tests and metrics: feeds and live members.
+    var counts: (feeds: Int, members: Int) {
+        state.withLock { state in (state.feeds.count, state.feeds.values.reduce(0) { $0 + $1.members.count }) }
+    }
+
+    // MARK: Reading a feed
+
+    /// Reads a partition's new pages and delivers them until the feed is up to date.
+    private func fetch(_ partition: Partition) async {
+        var failures = 0
+        while true {
+            guard let cursor = state.withLock({ state -> Cursor? in
+                guard var feed = state.feeds[partition] else { return nil }
+                if feed.members.isEmpty {
+                    state.feeds.removeValue(forKey: partition)
+                    return nil
+                }
+                feed.dirty = false
+                state.feeds[partition] = feed
+                return feed.cursor
+            }) else { return }
+            let page: ChangeBatch
+            do {
+                page = try await store.changes(in: partition, after: cursor, limit: batchSize)
+                failures = 0
+            } catch {
+                failures += 1
+                logger.warning("reading a feed failed", metadata: ["partition": "\(partition)", "error": "\(error)"])
+                try? await Task.sleep(for: .milliseconds(min(100 * failures, 2_000)))
+                if Task.isCancelled { return }
+                continue
+            }
+            let again = state.withLock { state -> Bool in
+                guard var feed = state.feeds[partition] else { return false }
+                if page.reset {
+                    // The feed's cursor can no longer be continued from: every member catches up alone.
+                    for member in feed.members.values { member.subscriber.resync(partition: partition, generation: member.generation) }
+                    state.feeds.removeValue(forKey: partition)
+                    return false
+                }
+                guard let next = CursorPosition(page.cursor) else { return false }
+                let position = FeedPosition(version: next.version, after: next.after)
+                deliver(page, at: position, to: &feed, partition: partition)
+                feed.cursor = page.cursor
+                feed.position = position
+                if feed.members.isEmpty {
+                    state.feeds.removeValue(forKey: partition)
+                    return false
+                }
+                if !page.upToDate || feed.dirty {
+                    state.feeds[partition] = feed
+                    return true
+                }
+                feed.fetching = false
+                state.feeds[partition] = feed
+                return false
+            }
+            if !again { return }
+        }
+    }
+
+    /// Hands a page to every member behind its end, each getting only the objects after its
+    /// own position; members at the same position share one encoding.
+    private func deliver(_ page: ChangeBatch, at end: FeedPosition, to feed: inout Feed, partition: Partition) {
+        var encoded: [FeedPosition: (text: String, count: Int)] = [:]
+        for (id, member) in feed.members {
+            guard member.position < end else { continue }
+            let message: (text: String, count: Int)
+            if let cached = encoded[member.position] {
+                message = cached
+            } else {
+                var batch = page
+                batch.reset = false
+                batch.objects = page.objects.filter { member.position.precedes(version: $0.version, key: $0.key) }
+                message = (ServerMessage.changes(batch).json.jsonString, batch.objects.count)
+                encoded[member.position] = message
+            }
+            if message.count == 0 {
+                // Nothing new for this member (a read after a join found no commit): say nothing.
+                feed.members[id]?.position = end
+                continue
+            }
+            if member.subscriber.deliver(
+                partition: partition, generation: member.generation, cursor: page.cursor, text: message.text, objectCount: message.count)
+            {
+                feed.members[id]?.position = end
+                metrics.changesPushed.increment(by: message.count)
+            } else {
+                feed.members.removeValue(forKey: id)
+            }
+        }
+    }
+}

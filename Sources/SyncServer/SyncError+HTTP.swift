@@ -1,0 +1,27 @@
+import HTTPTypes
+import SyncProtocol
+
+extension SyncError.Code {
+    /// The HTTP status an error with this code is answered with.
+    public var httpStatus: HTTPResponse.Status {
+        switch self {
+        case .unauthenticated, .tokenExpired, .invalidCredentials: .unauthorized
+        case .permissionDenied, .permissionRevoked: .forbidden
+        case .emailTaken: .conflict
+        case .validationFailed: .unprocessableContent
+        case .payloadTooLarge: .contentTooLarge
+        case .rateLimited: .tooManyRequests
+        case .internal: .internalServerError
+        case .unavailable: .serviceUnavailable
+        case .notFound: .notFound
+        default: .badRequest
+        }
+    }
+}
+
+extension SyncError {
+    /// The HTTP error body: `{"error": {"code": …, "message": …}}`.
+    public var httpBody: JSONValue {
+        ["error": ["code": .string(code.rawValue), "message": .string(message)]]
+    }
+}

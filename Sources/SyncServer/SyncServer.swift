@@ -1,0 +1,148 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+import SyncProtocol
+import SyncStorage
+
+/// The sync server: HTTP and WebSocket on one port, over one PostgreSQL database.
+///
+/// It applies the migrations, then serves until graceful shutdown: the sessions close with
+/// 1001 after finishing the upload in progress, then the change listener, the hub and the
+/// database client stop. Run it in a `ServiceGroup`:
+///
+/// ```swift
+/// var permissions = Permissions()
+/// permissions.register(OwnerRule(), forKey: "user")
+/// let server = SyncServer(configuration: .init(), database: try DatabaseURL(url), permissions: permissions, logger: logger)
+/// try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
+/// ```
+public final class SyncServer: Service, Sendable {
+    public let configuration: ServerConfiguration
+    public let database: DatabaseURL
+    public let permissions: Permissions
+    public let authHooks: AuthHooks
+    public let metrics = ServerMetrics()
+    let logger: Logger
+    private let bound = Mutex<(port: Int?, waiters: [CheckedContinuation<Int, any Error>])>((nil, []))
+    private let nextSessionID = Mutex(0)
+
+    public init(
+        configuration: ServerConfiguration, database: DatabaseURL, permissions: Permissions, authHooks: AuthHooks = .init(),
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.database = database
+        self.permissions = permissions
+        self.authHooks = authHooks
+        self.logger = logger
+    }
+
+    /// The port the server listens on, once it does.
+    public func waitUntilListening() async throws -> Int {
+        try await withCheckedThrowingContinuation { continuation in
+            bound.withLock { state in
+                if let port = state.port { continuation.resume(returning: port) } else { state.waiters.append(continuation) }
+            }
+        }
+    }
+
+    public func run() async throws {
+        var clientConfiguration = database.clientConfiguration
+        clientConfiguration.options.maximumConnections = 20
+        let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                try await serve(client: client)
+                group.cancelAll()
+            }
+        } catch {
+            failWaiters(error)
+            throw error
+        }
+    }
+
+    private func serve(client: PostgresClient) async throws {
+        let readiness = Readiness()
+        try await Migrator(client: client, logger: logger).migrate()
+        readiness.migrated(true)
+
+        let store = ObjectStore(client: client, configuration: configuration.storage, logger: logger)
+        let issuer = try await TokenIssuer(secret: configuration.auth.jwtSecret, lifetime: configuration.auth.accessTokenLifetime)
+        if configuration.auth.jwtSecret == nil {
+            logger.warning("no JWT secret configured: tokens are signed with a random key and die with this process")
+        }
+        let auth = AuthService(client: client, configuration: configuration.auth, issuer: issuer, hooks: authHooks, logger: logger)
+        let uploads = UploadService(store: store, permissions: permissions, metrics: metrics, logger: logger)
+        let hub = SubscriptionHub(store: store, batchSize: configuration.sessions.batchSize, metrics: metrics, logger: logger)
+        let listener = ChangeListener(url: database, hub: hub, readiness: readiness, logger: logger)
+        let services = SessionServices(
+            store: store, hub: hub, permissions: permissions, auth: auth, uploads: uploads, metrics: metrics,
+            configuration: configuration.sessions, logger: logger)
+
+        let router = Router(context: SyncRequestContext.self)
+        router.add(middleware: ErrorMiddleware(metrics: metrics))
+        HTTPRoutes(store: store, auth: auth, permissions: permissions, uploads: uploads, metrics: metrics, readiness: readiness)
+            .add(to: router)
+
+        let webSocketRouter = Router(context: SyncRequestContext.self)
+        webSocketRouter.add(middleware: ErrorMiddleware(metrics: metrics))
+        webSocketRouter.ws("v1/sync") { request, _ in
+            // A credential in the header must be valid; without one, the client sends `auth`.
+            if let credential = request.bearerCredential {
+                _ = try await auth.authenticate(bearer: credential)
+            }
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, context in
+            var principal: Principal?
+            var expires: Date?
+            if let credential = context.request.bearerCredential {
+                (principal, expires) = try await auth.authenticate(bearer: credential)
+            }
+            let id = self.nextSessionID.withLock { value in
+                value += 1
+                return value
+            }
+            var sessionServices = services
+            sessionServices.logger[metadataKey: "session"] = "\(id)"
+            let session = SyncSession(services: sessionServices, id: id, principal: principal, expires: expires)
+            await session.run(inbound: inbound, outbound: outbound)
+        }
+
+        let app = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: webSocketRouter,
+                configuration: .init(ws: .init(maxFrameSize: 1 << 20, validateUTF8: true))),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: configuration.name),
+            services: [hub, listener],
+            onServerRunning: { channel in self.listening(on: channel) },
+            logger: logger
+        )
+        try await app.run()
+    }
+
+    private func listening(on channel: any Channel) {
+        let port = channel.localAddress?.port ?? configuration.port
+        logger.info("listening", metadata: ["host": "\(configuration.host)", "port": "\(port)"])
+        let waiters = bound.withLock { state -> [CheckedContinuation<Int, any Error>] in
+            state.port = port
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: port) }
+    }
+
+    private func failWaiters(_ error: any Error) {
+        let waiters = bound.withLock { state -> [CheckedContinuation<Int, any Error>] in
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(throwing: error) }
+    }
+}

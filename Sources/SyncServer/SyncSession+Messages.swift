@@ -1,0 +1,195 @@
+import CoreMetrics
+import Foundation
+import NIOWebSocket
+import Synchronization
+import NIOCore
+import SyncProtocol
+import SyncStorage
+
+extension SyncSession {
+    /// Handles one message from the client. Errors answer with an `error` message; the
+    /// session goes on, except for authentication failures, which close it.
+    func handle(_ bytes: ByteBuffer) async {
+        state.withLock { $0.lastActivity = .now }
+        let json: JSONValue
+        do {
+            json = try JSONParser(maximumDepth: services.store.limits.maximumDepth + 8).parse(bytes.readableBytesView)
+        } catch {
+            let code: SyncError.Code = error.reason == .tooDeep ? .jsonTooDeep : .badRequest
+            send(.error(SyncError(code, "the message is not valid JSON: \(error)"), partition: nil))
+            return
+        }
+        let message: ClientMessage
+        do {
+            message = try ClientMessage(json: json)
+        } catch {
+            let partition = json["partition"]?.stringValue.flatMap { try? Partition($0) }
+            send(.error(error, partition: partition))
+            return
+        }
+        if case .auth(let token) = message {
+            await authenticate(token)
+            return
+        }
+        guard let principal else {
+            send(.error(SyncError(.unauthenticated, "send 'auth' with an access token first"), partition: nil))
+            close(.unknown(4001), "unauthenticated")
+            return
+        }
+        switch message {
+        case .auth:
+            break
+        case .ping(let nonce):
+            send(.pong(nonce: nonce))
+        case .subscribe(let partition, let cursor):
+            await subscribe(partition, from: cursor, as: principal)
+        case .unsubscribe(let partition):
+            unsubscribe(partition)
+        case .upload(let requestId, let partition, let operations):
+            await upload(operations, to: partition, requestId: requestId, as: principal)
+        }
+    }
+
+    /// Authenticates with a token: the first time it makes the session ready; later it
+    /// extends the session past the old token's expiry.
+    func authenticate(_ token: String) async {
+        do {
+            let (principal, expires) = try await services.auth.authenticate(bearer: token)
+            let result = state.withLock { state -> Bool? in
+                if let current = state.principal, current != principal { return nil }
+                let first = state.principal == nil
+                state.principal = principal
+                state.expires = expires
+                return first
+            }
+            switch result {
+            case nil:
+                send(.error(SyncError(.badRequest, "a session cannot change its user"), partition: nil))
+            case true?:
+                send(.ready(userId: principal.description))
+            case false?:
+                break
+            }
+        } catch let error as SyncError {
+            send(.error(error, partition: nil))
+            if self.principal == nil { close(.unknown(4001), error.code.rawValue) }
+        } catch {
+            send(.error(ServerError.describe(error, logger: logger), partition: nil))
+        }
+    }
+
+    func subscribe(_ partition: Partition, from cursor: Cursor?, as principal: Principal) async {
+        let (isNew, count, changesBefore) = state.withLock { state in
+            (state.subscriptions[partition] == nil, state.subscriptions.count, state.inputChanges)
+        }
+        if isNew, count >= services.configuration.maximumSubscriptions {
+            send(.error(SyncError(.badRequest, "a session has at most \(services.configuration.maximumSubscriptions) subscriptions"), partition: partition))
+            return
+        }
+        let inputs = services.permissions.inputs(of: principal, for: partition)
+        retainInputs(inputs)
+        do {
+            guard try await services.permissions.canRead(principal, partition, context: services.permissionContext) else {
+                releaseInputs(inputs)
+                send(.error(SyncError(.permissionDenied, "you may not read \(partition)"), partition: partition))
+                return
+            }
+        } catch {
+            releaseInputs(inputs)
+            send(.error(ServerError.describe(error, logger: logger), partition: partition))
+            return
+        }
+        let (wasLive, oldInputs) = state.withLock { state -> (Bool, [Partition]) in
+            let old = state.subscriptions[partition]
+            if old != nil { dropQueuedPages(of: partition, from: &state) }
+            let generation = state.nextGeneration
+            state.nextGeneration += 1
+            state.subscriptions[partition] = Subscription(
+                generation: generation, mode: .catchingUp, delivered: cursor, pending: old?.pending ?? 0, inputs: inputs)
+            // A permission input that changed while the check ran is checked again.
+            if state.inputChanges != changesBefore { state.recheck.formUnion(inputs) }
+            return (old?.mode == .live, old?.inputs ?? [])
+        }
+        releaseInputs(oldInputs)
+        if wasLive { services.hub.leave(self, partition: partition) }
+        if isNew { services.metrics.subscriptions.increment() }
+        workerSignal.yield()
+    }
+
+    func unsubscribe(_ partition: Partition) {
+        let removed = state.withLock { state -> Subscription? in
+            guard state.subscriptions[partition] != nil else { return nil }
+            dropQueuedPages(of: partition, from: &state)
+            return state.subscriptions.removeValue(forKey: partition)
+        }
+        guard let removed else { return }
+        services.hub.leave(self, partition: partition)
+        releaseInputs(removed.inputs)
+        services.metrics.subscriptions.decrement()
+    }
+
+    /// Ends a subscription from the server's side.
+    func end(_ partition: Partition, code: SyncError.Code) {
+        let removed = state.withLock { state -> Subscription? in
+            guard state.subscriptions[partition] != nil else { return nil }
+            dropQueuedPages(of: partition, from: &state)
+            return state.subscriptions.removeValue(forKey: partition)
+        }
+        guard let removed else { return }
+        services.hub.leave(self, partition: partition)
+        releaseInputs(removed.inputs)
+        services.metrics.subscriptions.decrement()
+        send(.unsubscribed(partition: partition, code: code))
+    }
+
+    func upload(_ operations: [SyncOperation], to partition: Partition, requestId: String, as principal: Principal) async {
+        state.withLock { $0.uploading = true }
+        defer {
+            let closeNow = state.withLock { state -> Bool in
+                state.uploading = false
+                return state.shuttingDown
+            }
+            if closeNow { close(.goingAway, "the server is shutting down") }
+        }
+        let cached = state.withLock { $0.writeDecisions[partition] }
+        var canWrite = cached
+        if canWrite == nil {
+            let counted = state.withLock { $0.writeInputsCounted.insert(partition).inserted }
+            if counted { retainInputs(services.permissions.inputs(of: principal, for: partition)) }
+            do {
+                let allowed = try await services.permissions.canWrite(principal, partition, context: services.permissionContext)
+                state.withLock { $0.writeDecisions[partition] = allowed }
+                canWrite = allowed
+            } catch {
+                send(.error(ServerError.describe(error, logger: logger), partition: partition))
+                return
+            }
+        }
+        let outcome = await services.uploads.upload(operations, to: partition, requestId: requestId, by: principal, canWrite: canWrite)
+        switch outcome {
+        case .ack(let result):
+            send(.ack(requestId: requestId, partition: partition, cursor: result.cursor))
+        case .rejected(let error, let objects):
+            send(.rejected(requestId: requestId, partition: partition, error: error, objects: objects))
+        case .failed(let error):
+            send(.error(error, partition: partition))
+        }
+    }
+
+    /// Ends every subscription: the session is closing.
+    func endAll() {
+        let (removed, inputs) = state.withLock { state -> ([Partition], [Partition]) in
+            let all = Array(state.subscriptions.keys)
+            let inputs = Array(state.inputUses.keys)
+            state.subscriptions.removeAll()
+            state.inputUses.removeAll()
+            state.queue.removeAll()
+            return (all, inputs)
+        }
+        for partition in removed {
+            services.hub.leave(self, partition: partition)
+            services.metrics.subscriptions.decrement()
+        }
+        services.hub.unwatch(inputs, for: self)
+    }
+}

@@ -1,0 +1,188 @@
+import CoreMetrics
+import Foundation
+import Logging
+import Synchronization
+import HummingbirdWebSocket
+import NIOCore
+import NIOWebSocket
+import ServiceLifecycle
+import SyncProtocol
+import SyncStorage
+
+extension SyncSession {
+    /// Serves the connection until either side closes it, or the server shuts down (then the
+    /// upload in progress finishes, its answer is sent, and the session closes with 1001).
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+        services.metrics.sessions.increment()
+        defer {
+            endAll()
+            services.metrics.sessions.decrement()
+        }
+        if let principal { send(.ready(userId: principal.description)) }
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.readLoop(inbound) }
+                group.addTask { await self.writeLoop(outbound) }
+                group.addTask { await self.workLoop() }
+                group.addTask { await self.timerLoop() }
+                // The writer ends the session: after a close frame, or when the socket fails.
+                // The reader ending (the client closed) ends it too.
+                _ = await group.next()
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            let closeNow = self.state.withLock { state -> Bool in
+                state.shuttingDown = true
+                return !state.uploading
+            }
+            if closeNow { self.close(.goingAway, "the server is shutting down") }
+        }
+    }
+
+    private func readLoop(_ inbound: WebSocketInboundStream) async {
+        do {
+            for try await message in inbound.messages(maxSize: services.configuration.maximumMessageBytes) {
+                switch message {
+                case .text(let text): await handle(ByteBuffer(string: text))
+                case .binary(let buffer): await handle(buffer)
+                }
+                if state.withLock({ $0.shuttingDown || $0.closing }) { break }
+            }
+        } catch {
+            logger.debug("session input ended", metadata: ["error": "\(error)"])
+        }
+        // When the client closed, there is no one to write to; when the server is closing,
+        // the writer still has its close frame to send.
+        if !state.withLock({ $0.closing }) {
+            close(.normalClosure, "")
+        }
+        for await _ in AsyncStream<Void>.never() {}
+    }
+
+    private func writeLoop(_ outbound: WebSocketOutboundWriter) async {
+        for await _ in writerWakeups {
+            while let item = takeNextItem() {
+                do {
+                    switch item {
+                    case .reply(let text):
+                        try await outbound.writeTextMessage(text)
+                    case .changes(let partition, let generation, let cursor, let text):
+                        try await outbound.writeTextMessage(text)
+                        pageWritten(partition, generation: generation, cursor: cursor)
+                    case .close(let code, let reason):
+                        try? await outbound.close(code, reason: reason)
+                        return
+                    }
+                } catch {
+                    return
+                }
+            }
+        }
+    }
+
+    private func timerLoop() async {
+        let idle = services.configuration.idleTimeout
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(500))
+            let (last, expires, authenticated) = state.withLock { ($0.lastActivity, $0.expires, $0.principal != nil) }
+            if !authenticated, ContinuousClock.now - last > services.configuration.authTimeout {
+                send(.error(SyncError(.unauthenticated, "no 'auth' message arrived in time"), partition: nil))
+                close(.unknown(4001), "unauthenticated")
+                return
+            }
+            if let expires, expires < Date() {
+                send(.error(SyncError(.tokenExpired, "the access token expired; reconnect with a fresh one, or send 'auth' before it expires"), partition: nil))
+                close(.unknown(4001), "token_expired")
+                return
+            }
+            if ContinuousClock.now - last > idle {
+                close(.unknown(4000), "idle timeout")
+                return
+            }
+        }
+    }
+
+    // MARK: The worker: catch-up reads and permission re-checks
+
+    private func workLoop() async {
+        for await _ in workerWakeups {
+            await recheckPermissions()
+            await catchUp()
+        }
+    }
+
+    /// Reads pages for catching-up subscriptions while the queue has room, one page in flight
+    /// per subscription; joins a subscription to its live feed once a page reaches the head.
+    private func catchUp() async {
+        while !Task.isCancelled {
+            let next = state.withLock { state -> (Partition, Int, Cursor?)? in
+                guard !state.closing, state.queuedChangeBytes < services.configuration.outboxLimitBytes / 2 else { return nil }
+                guard let (partition, subscription) = state.subscriptions.first(where: { _, subscription in
+                    subscription.mode == .catchingUp && !subscription.fetching && subscription.pending == 0
+                }) else { return nil }
+                state.subscriptions[partition]?.fetching = true
+                return (partition, subscription.generation, subscription.delivered)
+            }
+            guard let (partition, generation, cursor) = next else { return }
+            let page: ChangeBatch
+            do {
+                page = try await services.store.changes(in: partition, after: cursor, limit: services.configuration.batchSize)
+            } catch {
+                state.withLock { $0.subscriptions[partition]?.fetching = false }
+                let failure = ServerError.describe(error, logger: logger)
+                if failure.code == .unavailable {
+                    // Try again shortly; the subscription stays.
+                    try? await Task.sleep(for: .milliseconds(500))
+                    workerSignal.yield()
+                    return
+                }
+                end(partition, code: failure.code)
+                return
+            }
+            let text = ServerMessage.changes(page).json.jsonString
+            let queued = state.withLock { state -> Bool in
+                guard let subscription = state.subscriptions[partition], subscription.generation == generation else { return false }
+                state.subscriptions[partition]?.fetching = false
+                return enqueuePage(partition, generation: generation, cursor: page.cursor, text: text, into: &state)
+            }
+            guard queued else { continue }
+            writerSignal.yield()
+            services.metrics.changesPushed.increment(by: page.objects.count)
+            if page.upToDate, let position = CursorPosition(page.cursor) {
+                let result = services.hub.join(
+                    self, partition: partition, generation: generation, cursor: page.cursor,
+                    position: FeedPosition(version: position.version, after: position.after))
+                if case .behind = result { continue }
+            }
+        }
+    }
+
+    /// Checks again the subscriptions whose permission inputs changed; those that may no
+    /// longer read end with `permission_revoked`.
+    private func recheckPermissions() async {
+        let (changed, subscriptions, principal) = state.withLock { state in
+            let changed = state.recheck
+            state.recheck.removeAll()
+            return (changed, state.subscriptions.map { ($0.key, $0.value.inputs) }, state.principal)
+        }
+        guard !changed.isEmpty, let principal else { return }
+        for (partition, inputs) in subscriptions where !changed.isDisjoint(with: inputs) {
+            do {
+                if try await !services.permissions.canRead(principal, partition, context: services.permissionContext) {
+                    logger.info("read permission revoked", metadata: ["partition": "\(partition)"])
+                    end(partition, code: .permissionRevoked)
+                }
+            } catch {
+                logger.warning("permission re-check failed", metadata: ["partition": "\(partition)", "error": "\(error)"])
+                state.withLock { $0.recheck.formUnion(inputs) }
+            }
+        }
+    }
+}
+
+extension AsyncStream where Element == Void {
+    /// A stream that never yields and ends only when its task is cancelled.
+    static func never() -> AsyncStream<Void> {
+        AsyncStream { _ in }
+    }
+}

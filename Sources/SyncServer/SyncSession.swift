@@ -1,0 +1,251 @@
+import CoreMetrics
+import DequeModule
+import Foundation
+import Logging
+import NIOWebSocket
+import Synchronization
+import SyncProtocol
+import SyncStorage
+
+/// One WebSocket connection: its principal, its subscriptions, and a bounded queue of
+/// outgoing messages.
+///
+/// Four tasks serve it (see `SyncSession+Run.swift`): the reader handles client messages in
+/// order; the writer drains the queue into the socket, at the pace the client reads; the
+/// worker reads snapshot and catch-up pages and performs permission re-checks; the timer
+/// closes idle and expired sessions.
+///
+/// A subscription is either catching up (the worker reads pages from its last delivered
+/// cursor, one page in flight at a time) or live (the hub hands it every commit). When the
+/// queue holds more change bytes than the limit, a live subscription that would overflow it
+/// drops its queued pages and goes back to catching up from the last cursor the client was
+/// actually sent, once the queue has drained: memory stays bounded and the client sees no gap.
+final class SyncSession: FeedSubscriber, Sendable {
+    enum Mode: Equatable {
+        case catchingUp
+        case live
+    }
+
+    struct Subscription {
+        var generation: Int
+        var mode: Mode
+        /// The cursor of the last page written to the socket (or the one the client subscribed with).
+        var delivered: Cursor?
+        /// Pages of this subscription queued or being written.
+        var pending: Int = 0
+        /// A catch-up read is in flight.
+        var fetching = false
+        /// The partitions its permission depends on.
+        var inputs: [Partition]
+    }
+
+    enum Item {
+        case reply(String)
+        case changes(Partition, generation: Int, cursor: Cursor, text: String)
+        case close(WebSocketErrorCode, String)
+    }
+
+    struct State {
+        var principal: Principal?
+        var expires: Date?
+        var subscriptions: [Partition: Subscription] = [:]
+        var nextGeneration = 1
+        var queue: Deque<Item> = []
+        var queuedChangeBytes = 0
+        var queuedReplies = 0
+        var closing = false
+        var lastActivity = ContinuousClock.now
+        var recheck: Set<Partition> = []
+        /// Counts permission-input changes, to notice one that lands during a check.
+        var inputChanges = 0
+        var writeDecisions: [Partition: Bool] = [:]
+        var shuttingDown = false
+        var uploading = false
+        /// How many subscriptions and write decisions depend on each permission input.
+        var inputUses: [Partition: Int] = [:]
+        /// Partitions whose write decision's inputs are counted in `inputUses`.
+        var writeInputsCounted: Set<Partition> = []
+    }
+
+    let services: SessionServices
+    let id: Int
+    var logger: Logger { services.logger }
+    let state = Mutex(State())
+    let writerSignal: AsyncStream<Void>.Continuation
+    let writerWakeups: AsyncStream<Void>
+    let workerSignal: AsyncStream<Void>.Continuation
+    let workerWakeups: AsyncStream<Void>
+
+    init(services: SessionServices, id: Int, principal: Principal?, expires: Date?) {
+        self.services = services
+        self.id = id
+        (writerWakeups, writerSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        (workerWakeups, workerSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        state.withLock {
+            $0.principal = principal
+            $0.expires = expires
+        }
+    }
+
+    var principal: Principal? { state.withLock { $0.principal } }
+
+    // MARK: The queue
+
+    /// Queues a reply; a client that lets too many replies pile up is closed.
+    func send(_ message: ServerMessage) {
+        if case .error(let error, _) = message { services.metrics.countError(error.code.rawValue) }
+        let text = message.json.jsonString
+        let overflow = state.withLock { state -> Bool in
+            guard !state.closing else { return false }
+            if state.queuedReplies >= services.configuration.outboxLimitReplies { return true }
+            state.queue.append(.reply(text))
+            state.queuedReplies += 1
+            return false
+        }
+        if overflow {
+            close(.unknown(4002), "the client does not read its messages")
+        } else {
+            writerSignal.yield()
+        }
+    }
+
+    /// Queues a close frame after what is queued; nothing is queued after it.
+    func close(_ code: WebSocketErrorCode, _ reason: String) {
+        let queued = state.withLock { state -> Bool in
+            guard !state.closing else { return false }
+            state.closing = true
+            state.queue.append(.close(code, reason))
+            return true
+        }
+        if queued { writerSignal.yield() }
+    }
+
+    /// Queues a page of a subscription, or reports that the queue is over its byte limit.
+    /// Called with the state locked.
+    func enqueuePage(_ partition: Partition, generation: Int, cursor: Cursor, text: String, into state: inout State) -> Bool {
+        guard !state.closing else { return false }
+        let limit = services.configuration.outboxLimitBytes
+        // An empty queue always takes one page, however large, so progress is always possible.
+        if state.queuedChangeBytes > 0, state.queuedChangeBytes + text.utf8.count > limit { return false }
+        state.queue.append(.changes(partition, generation: generation, cursor: cursor, text: text))
+        state.queuedChangeBytes += text.utf8.count
+        state.subscriptions[partition]?.pending += 1
+        return true
+    }
+
+    /// Removes the queued pages of a subscription. Called with the state locked.
+    func dropQueuedPages(of partition: Partition, from state: inout State) {
+        var dropped = 0
+        state.queue.removeAll { item in
+            guard case .changes(let target, _, _, let text) = item, target == partition else { return false }
+            state.queuedChangeBytes -= text.utf8.count
+            dropped += 1
+            return true
+        }
+        state.subscriptions[partition]?.pending -= dropped
+    }
+
+    /// The next item for the writer, accounting for it.
+    func takeNextItem() -> Item? {
+        state.withLock { state in
+            guard let item = state.queue.popFirst() else { return nil }
+            switch item {
+            case .reply: state.queuedReplies -= 1
+            case .changes(_, _, _, let text): state.queuedChangeBytes -= text.utf8.count
+            case .close: break
+            }
+            return item
+        }
+    }
+
+    /// Records that a page was written to the socket.
+    func pageWritten(_ partition: Partition, generation: Int, cursor: Cursor) {
+        let wake = state.withLock { state -> Bool in
+            guard var subscription = state.subscriptions[partition], subscription.generation == generation else { return false }
+            subscription.pending -= 1
+            subscription.delivered = cursor
+            state.subscriptions[partition] = subscription
+            return subscription.mode == .catchingUp || state.queuedChangeBytes < services.configuration.outboxLimitBytes / 2
+        }
+        if wake { workerSignal.yield() }
+    }
+
+    // MARK: Permission inputs
+
+    /// Counts uses of permission inputs, watching those newly used.
+    func retainInputs(_ inputs: [Partition]) {
+        let new = state.withLock { state in
+            inputs.filter { input in
+                state.inputUses[input, default: 0] += 1
+                return state.inputUses[input] == 1
+            }
+        }
+        if !new.isEmpty { services.hub.watch(new, for: self) }
+    }
+
+    /// Releases uses of permission inputs, unwatching those no longer used.
+    func releaseInputs(_ inputs: [Partition]) {
+        let unused = state.withLock { state in
+            inputs.filter { input in
+                state.inputUses[input, default: 0] -= 1
+                guard state.inputUses[input, default: 0] <= 0 else { return false }
+                state.inputUses.removeValue(forKey: input)
+                return true
+            }
+        }
+        if !unused.isEmpty { services.hub.unwatch(unused, for: self) }
+    }
+
+    // MARK: FeedSubscriber (called under the hub's lock)
+
+    func deliver(partition: Partition, generation: Int, cursor: Cursor, text: String, objectCount: Int) -> Bool {
+        let result = state.withLock { state -> (accepted: Bool, overflow: Bool) in
+            guard let subscription = state.subscriptions[partition], subscription.generation == generation,
+                subscription.mode == .live
+            else { return (false, false) }
+            if enqueuePage(partition, generation: generation, cursor: cursor, text: text, into: &state) {
+                return (true, false)
+            }
+            // Too much queued: this subscription stops following live and later catches up
+            // from what the client has actually been sent.
+            dropQueuedPages(of: partition, from: &state)
+            state.subscriptions[partition]?.mode = .catchingUp
+            return (false, true)
+        }
+        if result.accepted { writerSignal.yield() }
+        if result.overflow {
+            logger.debug("session queue full; subscription paused", metadata: ["partition": "\(partition)"])
+            workerSignal.yield()
+        }
+        return result.accepted
+    }
+
+    func becomeLive(partition: Partition, generation: Int) -> Bool {
+        state.withLock { state in
+            guard var subscription = state.subscriptions[partition], subscription.generation == generation,
+                subscription.mode == .catchingUp, !subscription.fetching
+            else { return false }
+            subscription.mode = .live
+            state.subscriptions[partition] = subscription
+            return true
+        }
+    }
+
+    func resync(partition: Partition, generation: Int) {
+        let changed = state.withLock { state -> Bool in
+            guard state.subscriptions[partition]?.generation == generation else { return false }
+            state.subscriptions[partition]?.mode = .catchingUp
+            return true
+        }
+        if changed { workerSignal.yield() }
+    }
+
+    func permissionInputChanged(_ partition: Partition) {
+        state.withLock { state in
+            state.recheck.insert(partition)
+            state.inputChanges += 1
+            state.writeDecisions.removeAll()
+        }
+        workerSignal.yield()
+    }
+}

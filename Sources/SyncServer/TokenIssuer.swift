@@ -1,0 +1,59 @@
+import Crypto
+import Foundation
+import JWTKit
+import SyncProtocol
+
+/// Signs and verifies short-lived access tokens (JWT, HS256).
+public final class TokenIssuer: Sendable {
+    struct Claims: JWTPayload {
+        var sub: SubjectClaim
+        var exp: ExpirationClaim
+        var iat: IssuedAtClaim
+
+        // Expiry is checked by the issuer itself, to tell an expired token from a forged one.
+        func verify(using algorithm: some JWTAlgorithm) throws {}
+    }
+
+    let keys: JWTKeyCollection
+    public let lifetime: Duration
+
+    /// - Parameter secret: at least 32 bytes; `nil` makes a random one.
+    public init(secret: String?, lifetime: Duration) async throws {
+        let key: HMACKey
+        if let secret {
+            guard secret.utf8.count >= 32 else {
+                throw SyncError(.internal, "PSYNC_JWT_SECRET must be at least 32 bytes")
+            }
+            key = HMACKey(from: secret)
+        } else {
+            key = HMACKey(key: SymmetricKey(size: .bits256))
+        }
+        keys = JWTKeyCollection()
+        await keys.add(hmac: key, digestAlgorithm: .sha256)
+        self.lifetime = lifetime
+    }
+
+    /// A signed token for the user and its lifetime in seconds.
+    public func issue(userID: String) async throws -> (token: String, expiresIn: Int) {
+        let now = Date()
+        let seconds = Int(lifetime.components.seconds)
+        let claims = Claims(
+            sub: SubjectClaim(value: userID), exp: ExpirationClaim(value: now.addingTimeInterval(TimeInterval(seconds))),
+            iat: IssuedAtClaim(value: now))
+        return (try await keys.sign(claims), seconds)
+    }
+
+    /// The user id of a valid token and when it expires; `token_expired` or `unauthenticated` otherwise.
+    public func verify(_ token: String) async throws(SyncError) -> (userID: String, expires: Date) {
+        let claims: Claims
+        do {
+            claims = try await keys.verify(token, as: Claims.self)
+        } catch {
+            throw SyncError(.unauthenticated, "the access token is not valid")
+        }
+        guard claims.exp.value > Date() else {
+            throw SyncError(.tokenExpired, "the access token has expired; refresh it")
+        }
+        return (claims.sub.value, claims.exp.value)
+    }
+}

@@ -1,0 +1,107 @@
+import CoreMetrics
+import Metrics
+import Logging
+import SyncProtocol
+import SyncStorage
+
+/// Applies uploads for the WebSocket and HTTP endpoints alike: permission check, the storage
+/// transaction with the application's validators, and for a refusal the compensating states
+/// of the objects the upload touched.
+struct UploadService: Sendable {
+    enum Outcome: Sendable {
+        case ack(UploadResult)
+        /// Refused; nothing was applied. `objects` lets the client revert its copy.
+        case rejected(SyncError, objects: [SyncObject])
+        /// A transient failure (database unavailable, internal error): nothing is known to be
+        /// refused, the client should retry later with the same request id.
+        case failed(SyncError)
+    }
+
+    let store: ObjectStore
+    let permissions: Permissions
+    let metrics: ServerMetrics
+    let logger: Logger
+
+    func upload(
+        _ operations: [SyncOperation], to partition: Partition, requestId: String, by principal: Principal,
+        canWrite: Bool? = nil
+    ) async -> Outcome {
+        let started = ContinuousClock.now
+        defer { metrics.uploadDuration.record(duration: ContinuousClock.now - started) }
+        let context = PermissionContext(store: store, logger: logger)
+        do {
+            let allowed: Bool
+            if let canWrite {
+                allowed = canWrite
+            } else {
+                allowed = try await permissions.canWrite(principal, partition, context: context)
+            }
+            guard allowed else {
+                return await reject(SyncError(.permissionDenied, "you may not write to \(partition)"), operations, partition, principal)
+            }
+            let permissions = self.permissions
+            let result = try await store.upload(
+                Upload(partition: partition, operations: operations, principal: principal.description, requestId: requestId)
+            ) { changes, transaction in
+                try await permissions.validate(changes, in: partition, by: principal, transaction: transaction)
+            }
+            metrics.countUpload("ack")
+            return .ack(result)
+        } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
+            return await reject(error, operations, partition, principal)
+        } catch {
+            metrics.countUpload("error")
+            let failure = ServerError.describe(error, logger: logger)
+            metrics.countError(failure.code.rawValue)
+            return .failed(failure)
+        }
+    }
+
+    private func reject(_ error: SyncError, _ operations: [SyncOperation], _ partition: Partition, _ principal: Principal) async -> Outcome {
+        metrics.countUpload("rejected")
+        metrics.countError(error.code.rawValue)
+        do {
+            return .rejected(error, objects: try await compensatingStates(operations, partition, principal))
+        } catch {
+            return .failed(ServerError.describe(error, logger: logger))
+        }
+    }
+
+    /// The server's state of every object the upload touched: its stored state when it is in
+    /// this partition and the principal may read the partition, else a tombstone at version 0
+    /// ("the server has no such object here"), so nothing of other partitions leaks.
+    private func compensatingStates(_ operations: [SyncOperation], _ partition: Partition, _ principal: Principal) async throws -> [SyncObject] {
+        let keys = OperationApplier.keys(of: operations)
+        let context = PermissionContext(store: store, logger: logger)
+        let readable = (try? await permissions.canRead(principal, partition, context: context)) ?? false
+        var stored: [ObjectKey: SyncObject] = [:]
+        if readable {
+            for entry in try await store.objects(keys) where entry.partition == partition.description {
+                stored[entry.object.key] = entry.object
+            }
+        }
+        return keys.map { stored[$0] ?? SyncObject(key: $0, version: 0, body: nil) }
+    }
+}
+
+/// Turns unexpected errors into contract errors without leaking their details.
+enum ServerError {
+    static func describe(_ error: any Error, logger: Logger) -> SyncError {
+        if let error = error as? SyncError { return error }
+        if let error = error as? PostgresUnavailable { return SyncError(.unavailable, error.message) }
+        let text = String(reflecting: error)
+        if text.contains("connectionError") || text.contains("serverClosedConnection") || text.contains("poolClosed")
+            || text.contains("clientClosedConnection") || text.contains("Connection refused")
+        {
+            logger.warning("database unavailable", metadata: ["error": "\(text.prefix(300))"])
+            return SyncError(.unavailable, "the database is unavailable; retry later")
+        }
+        logger.error("internal error", metadata: ["error": "\(text.prefix(500))"])
+        return SyncError(.internal, "an internal error occurred")
+    }
+}
+
+/// A database that cannot be reached.
+struct PostgresUnavailable: Error {
+    var message: String
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import SyncServer
+import SyncStorage
+
+/// A sync server started for a test on a free loopback port, over a test database; several
+/// may share one database to act as instances of one deployment.
+public struct TestServer: Sendable {
+    public let server: SyncServer
+    public let port: Int
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    public var webSocketURL: String { "ws://127.0.0.1:\(port)/v1/sync" }
+    public var http: TestHTTPClient { TestHTTPClient(baseURL: baseURL) }
+
+    /// A secret shared by every test server, so instances accept each other's tokens.
+    public static let jwtSecret = "test-secret-for-partition-sync-0123456789"
+
+    /// The configuration tests start from: fast password hashing, a shared JWT secret.
+    public static var defaultConfiguration: ServerConfiguration {
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.auth.jwtSecret = jwtSecret
+        configuration.auth.bcryptCost = 4
+        return configuration
+    }
+
+    /// Permissions for tests: `user=<id>` belongs to its user.
+    public static var defaultPermissions: Permissions {
+        var permissions = Permissions()
+        permissions.register(OwnerRule(), forKey: "user")
+        return permissions
+    }
+
+    /// Runs `body` with a server on `database`; shuts it down gracefully afterwards.
+    public static func with<Result: Sendable>(
+        database: DatabaseURL,
+        permissions: Permissions = defaultPermissions,
+        authHooks: AuthHooks = .init(),
+        configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
+        _ body: @Sendable (TestServer) async throws -> Result
+    ) async throws -> Result {
+        var configuration = defaultConfiguration
+        configure(&configuration)
+        let logger = TestPostgres.makeLogger("psync.test.server")
+        let server = SyncServer(configuration: configuration, database: database, permissions: permissions, authHooks: authHooks, logger: logger)
+        let group = ServiceGroup(services: [server], gracefulShutdownSignals: [], logger: logger)
+        return try await withThrowingTaskGroup(of: Result?.self) { tasks in
+            tasks.addTask {
+                try await group.run()
+                return nil
+            }
+            do {
+                let port = try await server.waitUntilListening()
+                let test = TestServer(server: server, port: port)
+                try await test.waitUntilReady()
+                let result = try await body(test)
+                await group.triggerGracefulShutdown()
+                while let next = try await tasks.next() { if next != nil { break } }
+                return result
+            } catch {
+                await group.triggerGracefulShutdown()
+                tasks.cancelAll()
+                throw error
+            }
+        }
+    }
+
+    /// Waits until `/ready` answers 200: migrated, and the change listener is listening.
+    public func waitUntilReady(timeout: Duration = .seconds(20)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let response = try? await http.get("/ready"), response.status == 200 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TestTimeout(what: "the server to be ready")
+    }
+
+    /// Registers a user and returns its tokens.
+    public func register(_ email: String, password: String = "correct horse battery") async throws -> TestHTTPClient.Tokens {
+        try await http.register(email, password: password)
+    }
+
+    /// A WebSocket client authenticated with `token` in the upgrade request.
+    public func connect(token: String?) async throws -> TestSyncClient {
+        try await TestSyncClient.connect(url: webSocketURL, token: token)
+    }
+}
+
+/// A test waited too long.
+public struct TestTimeout: Error, CustomStringConvertible {
+    public var what: String
+    public var description: String { "timed out waiting for \(what)" }
+}

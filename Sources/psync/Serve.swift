@@ -1,0 +1,63 @@
+import ArgumentParser
+import EmbeddedPostgres
+import Foundation
+import Logging
+import ServiceLifecycle
+import SyncServer
+import SyncStorage
+import UnixSignals
+
+/// `psync serve`: runs the sync server until SIGINT or SIGTERM.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the sync server (HTTP and WebSocket on one port).")
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "Address to listen on (env PSYNC_HOST).")
+    var host: String = ProcessInfo.processInfo.environment["PSYNC_HOST"] ?? "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one (env PSYNC_PORT).")
+    var port: Int = ProcessInfo.processInfo.environment["PSYNC_PORT"].flatMap(Int.init) ?? 8080
+
+    @Option(name: .customLong("jwt-secret"), help: "Secret for signing access tokens, at least 32 bytes (env PSYNC_JWT_SECRET).")
+    var jwtSecretOption: String?
+
+    var jwtSecret: String? {
+        jwtSecretOption ?? ProcessInfo.processInfo.environment["PSYNC_JWT_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    @Option(name: .customLong("access-token-ttl"), help: "Access token lifetime in seconds (env PSYNC_ACCESS_TOKEN_TTL).")
+    var accessTokenTTL: Int = ProcessInfo.processInfo.environment["PSYNC_ACCESS_TOKEN_TTL"].flatMap(Int.init) ?? 900
+
+    @Option(name: .customLong("bcrypt-cost"), help: "bcrypt cost of password hashes (env PSYNC_BCRYPT_COST).")
+    var bcryptCost: UInt8 = ProcessInfo.processInfo.environment["PSYNC_BCRYPT_COST"].flatMap(UInt8.init) ?? 12
+
+    @Option(name: .customLong("idle-timeout"), help: "Seconds a WebSocket may stay silent before it is closed (env PSYNC_IDLE_TIMEOUT).")
+    var idleTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_IDLE_TIMEOUT"].flatMap(Int.init) ?? 60
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (env LOG_LEVEL).")
+    var logLevel: String = ProcessInfo.processInfo.environment["LOG_LEVEL"] ?? "info"
+
+    func run() async throws {
+        var logger = Logger(label: "psync")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let (url, embedded) = try await database.resolve(logger: logger)
+        var configuration = ServerConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.auth.jwtSecret = try jwtSecret ?? database.persistentJWTSecret(embedded: embedded != nil, logger: logger)
+        configuration.auth.accessTokenLifetime = .seconds(accessTokenTTL)
+        configuration.auth.bcryptCost = bcryptCost
+        configuration.sessions.idleTimeout = .seconds(idleTimeout)
+        let application = Application.make(configuration: configuration, database: url, logger: logger)
+        let group = ServiceGroup(
+            services: [application.server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        do {
+            try await group.run()
+            try await embedded?.stop()
+        } catch {
+            try? await embedded?.stop()
+            throw error
+        }
+    }
+}
