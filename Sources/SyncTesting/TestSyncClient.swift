@@ -140,10 +140,13 @@ public final class TestSyncClient: Sendable {
         return try? await connection.value
     }
 
-    /// Waits for the server to close the connection; returns its close code.
-    public func closeCode(timeout: Duration = .seconds(10)) async throws -> WebSocketErrorCode? {
-        try await withThrowingTaskGroup(of: WebSocketErrorCode??.self) { group in
-            group.addTask { (try? await self.connection.value)??.closeCode }
+    /// Waits for the server to close the connection; returns its close code (1000, 4001, …).
+    public func closeCode(timeout: Duration = .seconds(10)) async throws -> Int? {
+        try await withThrowingTaskGroup(of: Int??.self) { group in
+            group.addTask {
+                guard let frame = try? await self.connection.value else { return .some(nil) }
+                return Int(UInt16(webSocketErrorCode: frame.closeCode))
+            }
             group.addTask {
                 try await Task.sleep(for: timeout)
                 return .some(nil)

@@ -23,18 +23,4 @@ extension ObjectStore {
     func apply(_ operations: [SyncOperation], in partition: Partition, principal: String = "tester") async throws -> UploadResult {
         try await upload(Upload(partition: partition, operations: operations, principal: principal))
     }
-
-    /// The stored body of one object; `nil` for a tombstone or an absent key.
-    func body(of key: ObjectKey) async throws -> [String: JSONValue]? {
-        try await objects([key]).first?.object.body
-    }
-
-    /// Every object of a partition read by paging through a full snapshot.
-    func snapshot(of partition: Partition, pageSize: Int = 500) async throws -> [ObjectKey: SyncObject] {
-        var copy: [ObjectKey: SyncObject] = [:]
-        for try await batch in changeFeed(in: partition, after: nil, limit: pageSize) {
-            for object in batch.objects { copy[object.key] = object.isDeleted ? nil : object }
-        }
-        return copy
-    }
 }

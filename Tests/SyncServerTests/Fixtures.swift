@@ -1,0 +1,70 @@
+import SyncProtocol
+import SyncServer
+import SyncStorage
+import SyncTesting
+
+func key(_ collection: String, _ id: String) -> ObjectKey { try! ObjectKey(collection: collection, id: id) }
+func partition(_ text: String) -> Partition { try! Partition(text) }
+
+/// A small rule set for the permission tests, shaped like RChat's:
+/// - `user=<id>`: its owner only;
+/// - `room=<id>`: users whose own `Profile/<userId>` in `user=<userId>` lists the room in `rooms`;
+/// - `notice=all`: everyone reads, only the service `notifier` writes;
+/// - anything else: denied.
+/// Validation: a body may not hold a field `forbidden`.
+enum TestRules {
+    static var permissions: Permissions {
+        var permissions = Permissions()
+        permissions.register(OwnerRule(), forKey: "user")
+        permissions.register(RoomRule(), forKey: "room")
+        permissions.register(
+            ClosureRule(
+                read: { principal, _, _ in principal.userID != nil || principal == .service("notifier") },
+                write: { principal, _, _ in principal == .service("notifier") }),
+            forKey: "notice")
+        permissions.add(NoForbiddenField())
+        return permissions
+    }
+
+    struct RoomRule: PermissionRule {
+        func canRead(_ principal: Principal, _ partition: Partition, context: PermissionContext) async throws -> Bool {
+            try await isMember(principal, partition, context)
+        }
+
+        func canWrite(_ principal: Principal, _ partition: Partition, context: PermissionContext) async throws -> Bool {
+            try await isMember(principal, partition, context)
+        }
+
+        func inputs(of principal: Principal, for partition: Partition) -> [Partition] {
+            principal.userID.map { [try! Partition(key: "user", value: $0)] } ?? []
+        }
+
+        private func isMember(_ principal: Principal, _ partition: Partition, _ context: PermissionContext) async throws -> Bool {
+            guard let userID = principal.userID else { return false }
+            let profile = try await context.object(try ObjectKey(collection: "Profile", id: userID))
+            return profile?.body?["rooms"]?.arrayValue?.contains(.string(partition.value)) ?? false
+        }
+    }
+
+    struct NoForbiddenField: WriteValidator {
+        func validate(_ change: ObjectChange, in partition: Partition, by principal: Principal, context: ValidationContext) async throws {
+            if change.after.body?["forbidden"] != nil {
+                throw SyncError(.validationFailed, "the field 'forbidden' is not allowed")
+            }
+        }
+    }
+}
+
+extension TestSyncClient {
+    /// Uploads and waits for the answer to this request id, skipping other messages.
+    func upload(_ operations: [SyncOperation], to partition: Partition, requestId: String) async throws -> ServerMessage {
+        send(.upload(requestId: requestId, partition: partition, operations: operations))
+        return try await next { message in
+            switch message {
+            case .ack(let id, _, _), .rejected(let id, _, _, _): return id == requestId
+            case .error(_, let target): return target == partition
+            default: return false
+            }
+        }
+    }
+}
