@@ -117,7 +117,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncServerTests",
-            dependencies: ["SyncServer", "SyncTesting", "SyncStorage", "SyncProtocol"],
+            dependencies: [
+                "SyncServer", "SyncTesting", "SyncStorage", "SyncProtocol",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -14,6 +14,10 @@ public final class ServerMetrics: Sendable {
     let subscriptions: CoreMetrics.Meter
     let uploadDuration: CoreMetrics.Timer
     let changesPushed: CoreMetrics.Counter
+    let feedReads: Tally
+    let subscriptionPauses: Tally
+    let queuePeakGauge: CoreMetrics.Gauge
+    private let queuePeak = Mutex(0)
     private let uploadCounters: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
     private let errorCounters: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
 
@@ -29,7 +33,29 @@ public final class ServerMetrics: Sendable {
         subscriptions = CoreMetrics.Meter(label: "psync_subscriptions", factory: factory)
         uploadDuration = CoreMetrics.Timer(label: "psync_upload_duration_seconds", factory: factory)
         changesPushed = CoreMetrics.Counter(label: "psync_changes_pushed_total", factory: factory)
+        feedReads = Tally(CoreMetrics.Counter(label: "psync_feed_reads_total", factory: factory))
+        subscriptionPauses = Tally(CoreMetrics.Counter(label: "psync_subscription_pauses_total", factory: factory))
+        queuePeakGauge = CoreMetrics.Gauge(label: "psync_session_queue_peak_bytes", factory: factory)
     }
+
+    /// Records the change bytes queued for one session, keeping the largest seen.
+    func observeQueue(bytes: Int) {
+        let peak = queuePeak.withLock { peak -> Int? in
+            guard bytes > peak else { return nil }
+            peak = bytes
+            return bytes
+        }
+        if let peak { queuePeakGauge.record(peak) }
+    }
+
+    /// How many times live feeds read a partition (all feeds together).
+    public var feedReadCount: Int { feedReads.total }
+
+    /// How many times a live subscription was paused because its session's queue was full.
+    public var subscriptionPauseCount: Int { subscriptionPauses.total }
+
+    /// The most change bytes ever queued for one session.
+    public var sessionQueuePeakBytes: Int { queuePeak.withLock { $0 } }
 
     /// Counts an upload by outcome: `ack`, `rejected` or `error`.
     func countUpload(_ outcome: String) {
@@ -56,4 +82,21 @@ public final class ServerMetrics: Sendable {
         registry.emit(into: &buffer)
         return String(decoding: buffer, as: UTF8.self)
     }
+}
+
+/// A counter that also keeps its total in memory, for tests and diagnostics.
+final class Tally: Sendable {
+    private let counter: CoreMetrics.Counter
+    private let count = Mutex(0)
+
+    init(_ counter: CoreMetrics.Counter) {
+        self.counter = counter
+    }
+
+    func increment() {
+        count.withLock { $0 += 1 }
+        counter.increment()
+    }
+
+    var total: Int { count.withLock { $0 } }
 }

@@ -205,6 +205,7 @@ public final class SubscriptionHub: Service, Sendable {
             let page: ChangeBatch
             do {
                 page = try await store.changes(in: partition, after: cursor, limit: batchSize)
+                metrics.feedReads.increment()
                 failures = 0
             } catch {
                 failures += 1

@@ -30,6 +30,12 @@ public final class SyncServer: Service, Sendable {
     let logger: Logger
     private let bound = Mutex<(port: Int?, waiters: [CheckedContinuation<Int, any Error>])>((nil, []))
     private let nextSessionID = Mutex(0)
+    private let runningHub = Mutex<SubscriptionHub?>(nil)
+
+    /// Feeds and live members of the hub (for tests and diagnostics).
+    public var hubCounts: (feeds: Int, members: Int) {
+        runningHub.withLock { $0?.counts } ?? (0, 0)
+    }
 
     public init(
         configuration: ServerConfiguration, database: DatabaseURL, permissions: Permissions, authHooks: AuthHooks = .init(),
@@ -80,6 +86,7 @@ public final class SyncServer: Service, Sendable {
         let auth = AuthService(client: client, configuration: configuration.auth, issuer: issuer, hooks: authHooks, logger: logger)
         let uploads = UploadService(store: store, permissions: permissions, metrics: metrics, logger: logger)
         let hub = SubscriptionHub(store: store, batchSize: configuration.sessions.batchSize, metrics: metrics, logger: logger)
+        runningHub.withLock { $0 = hub }
         let listener = ChangeListener(url: database, hub: hub, readiness: readiness, logger: logger)
         let services = SessionServices(
             store: store, hub: hub, permissions: permissions, auth: auth, uploads: uploads, metrics: metrics,
@@ -111,7 +118,7 @@ public final class SyncServer: Service, Sendable {
             var sessionServices = services
             sessionServices.logger[metadataKey: "session"] = "\(id)"
             let session = SyncSession(services: sessionServices, id: id, principal: principal, expires: expires)
-            await session.run(inbound: inbound, outbound: outbound)
+            try await session.run(inbound: inbound, outbound: outbound)
         }
 
         let app = Application(

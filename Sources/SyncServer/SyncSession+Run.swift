@@ -12,23 +12,37 @@ import SyncStorage
 extension SyncSession {
     /// Serves the connection until either side closes it, or the server shuts down (then the
     /// upload in progress finishes, its answer is sent, and the session closes with 1001).
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+    ///
+    /// A frame the WebSocket layer refuses (invalid UTF-8, a message over the size limit, a
+    /// protocol violation) ends the session with that error thrown, so the layer closes the
+    /// connection with the matching code (1007, 1009, 1002).
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
         services.metrics.sessions.increment()
         defer {
             endAll()
             services.metrics.sessions.decrement()
         }
         if let principal { send(.ready(userId: principal.description)) }
-        await withGracefulShutdownHandler {
-            await withTaskGroup(of: Void.self) { group in
+        let failure = await withGracefulShutdownHandler {
+            await withTaskGroup(of: (any Error)?.self) { group in
                 group.addTask { await self.readLoop(inbound) }
-                group.addTask { await self.writeLoop(outbound) }
-                group.addTask { await self.workLoop() }
-                group.addTask { await self.timerLoop() }
-                // The writer ends the session: after a close frame, or when the socket fails.
-                // The reader ending (the client closed) ends it too.
-                _ = await group.next()
+                group.addTask {
+                    await self.writeLoop(outbound)
+                    return nil
+                }
+                group.addTask {
+                    await self.workLoop()
+                    return nil
+                }
+                group.addTask {
+                    await self.timerLoop()
+                    return nil
+                }
+                // The first task to end ends the session: the writer after a close frame or a
+                // failed write, the reader when the client closed or sent what cannot be read.
+                let first = await group.next() ?? nil
                 group.cancelAll()
+                return first
             }
         } onGracefulShutdown: {
             let closeNow = self.state.withLock { state -> Bool in
@@ -37,9 +51,12 @@ extension SyncSession {
             }
             if closeNow { self.close(.goingAway, "the server is shutting down") }
         }
+        if let failure { throw failure }
     }
 
-    private func readLoop(_ inbound: WebSocketInboundStream) async {
+    /// Reads and handles messages in order. Returns the error that ended the input, if any;
+    /// when the server is closing the session, waits for the writer to send the close frame.
+    private func readLoop(_ inbound: WebSocketInboundStream) async -> (any Error)? {
         do {
             for try await message in inbound.messages(maxSize: services.configuration.maximumMessageBytes) {
                 switch message {
@@ -49,14 +66,15 @@ extension SyncSession {
                 if state.withLock({ $0.shuttingDown || $0.closing }) { break }
             }
         } catch {
-            logger.debug("session input ended", metadata: ["error": "\(error)"])
+            logger.debug("session input refused", metadata: ["error": "\(error)"])
+            state.withLock { $0.closing = true }
+            return error
         }
-        // When the client closed, there is no one to write to; when the server is closing,
-        // the writer still has its close frame to send.
-        if !state.withLock({ $0.closing }) {
-            close(.normalClosure, "")
+        if state.withLock({ $0.closing }) {
+            // The writer has a close frame to send; it ends the session.
+            for await _ in AsyncStream<Void>.never() {}
         }
-        for await _ in AsyncStream<Void>.never() {}
+        return nil
     }
 
     private func writeLoop(_ outbound: WebSocketOutboundWriter) async {

@@ -129,6 +129,7 @@ final class SyncSession: FeedSubscriber, Sendable {
         if state.queuedChangeBytes > 0, state.queuedChangeBytes + text.utf8.count > limit { return false }
         state.queue.append(.changes(partition, generation: generation, cursor: cursor, text: text))
         state.queuedChangeBytes += text.utf8.count
+        services.metrics.observeQueue(bytes: state.queuedChangeBytes)
         state.subscriptions[partition]?.pending += 1
         return true
     }
@@ -214,6 +215,7 @@ final class SyncSession: FeedSubscriber, Sendable {
         }
         if result.accepted { writerSignal.yield() }
         if result.overflow {
+            services.metrics.subscriptionPauses.increment()
             logger.debug("session queue full; subscription paused", metadata: ["partition": "\(partition)"])
             workerSignal.yield()
         }

@@ -82,6 +82,13 @@ public final class TestSyncClient: Sendable {
         outgoing.yield(.text(text))
     }
 
+    /// Sends bytes as one frame, text or binary, whether or not they are valid UTF-8 or JSON.
+    public func send(bytes: [UInt8], asText: Bool) {
+        var buffer = ByteBuffer()
+        buffer.writeBytes(bytes)
+        outgoing.yield(.custom(WebSocketFrame(fin: true, opcode: asText ? .text : .binary, data: buffer)))
+    }
+
     /// Sends any frame, including malformed ones.
     public func send(frame: WebSocketOutboundWriter.OutboundFrame) {
         outgoing.yield(frame)

@@ -1,0 +1,56 @@
+import SyncProtocol
+import SyncServer
+import SyncStorage
+import SyncTesting
+import Testing
+
+@Suite("Slow consumers", .timeLimit(.minutes(3)))
+struct SlowConsumerTests {
+    @Test("a client that stops reading does not grow the server's queue beyond its bound, and ends equal to the database")
+    func boundedQueue() async throws {
+        let limit = 256 << 10
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url, configure: {
+                $0.sessions.outboxLimitBytes = limit
+                $0.sessions.batchSize = 50
+            }) { server in
+                let alice = try await server.register("alice@example.com")
+                let mine = partition("user=\(alice.userID)")
+                let slow = try await server.connect(token: alice.accessToken)
+                _ = try await slow.next()
+                slow.send(.subscribe(partition: mine, cursor: nil))
+                var copy = PartitionCopy()
+                try await slow.sync(mine, into: &copy)
+                slow.pauseReading()
+
+                // About 24 MB of changes, far beyond the socket buffers and the queue limit.
+                let store = db.store()
+                let filler = JSONValue.string(String(repeating: "x", count: 20_000))
+                for round in 0..<120 {
+                    let operations = (0..<10).map { n in
+                        SyncOperation.put(key("Blob", "b\(n)"), body: ["round": .int(Int64(round)), "data": filler])
+                    }
+                    try await store.upload(Upload(partition: mine, operations: operations, principal: alice.userID))
+                }
+                try await Task.sleep(for: .milliseconds(500))
+                let peak = server.server.metrics.sessionQueuePeakBytes
+                // One page may always be queued on top of a queue under the limit.
+                let largestPage = 50 * 20_200
+                #expect(peak <= limit + largestPage, "queued \(peak) bytes")
+                #expect(peak > 0)
+                #expect(server.server.metrics.subscriptionPauseCount > 0, "the queue never filled: the test sent too little")
+
+                slow.resumeReading()
+                let database = try await store.snapshot(of: mine).compactMapValues(\.body)
+                let deadline = ContinuousClock.now + .seconds(60)
+                while copy.bodies != database, ContinuousClock.now < deadline {
+                    guard case .changes(let batch) = try await slow.next(timeout: .seconds(20)) else { continue }
+                    copy.apply(batch)
+                }
+                #expect(copy.bodies == database)
+                #expect(copy.bodies[key("Blob", "b3")]?["round"] == 119)
+                await slow.close()
+            }
+        }
+    }
+}
