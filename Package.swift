@@ -120,6 +120,8 @@ let package = Package(
             dependencies: [
                 "SyncServer", "SyncTesting", "SyncStorage", "SyncProtocol",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

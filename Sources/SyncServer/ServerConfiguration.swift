@@ -13,6 +13,8 @@ public struct ServerConfiguration: Sendable {
     public var auth: AuthConfiguration = .init(jwtSecret: nil)
     /// WebSocket session settings.
     public var sessions: SessionConfiguration = .init()
+    /// Connections in the PostgreSQL pool. Default 20.
+    public var databasePoolSize: Int = 20
     /// Name reported in logs and the `server` header. Default `psync`.
     public var name: String = "psync"
 
@@ -63,6 +65,9 @@ public struct SessionConfiguration: Sendable {
     public var batchSize: Int = 500
     /// Most partitions one session may subscribe to. Default 1,000.
     public var maximumSubscriptions: Int = 1_000
+    /// How long a graceful shutdown waits for sessions to finish their uploads and close
+    /// before the server stops anyway. Default 10 seconds.
+    public var shutdownTimeout: Duration = .seconds(10)
 
     public init() {}
 }

@@ -31,6 +31,7 @@ public final class SyncServer: Service, Sendable {
     private let bound = Mutex<(port: Int?, waiters: [CheckedContinuation<Int, any Error>])>((nil, []))
     private let nextSessionID = Mutex(0)
     private let runningHub = Mutex<SubscriptionHub?>(nil)
+    private let sessions = SessionRegistry()
 
     /// Feeds and live members of the hub (for tests and diagnostics).
     public var hubCounts: (feeds: Int, members: Int) {
@@ -59,13 +60,33 @@ public final class SyncServer: Service, Sendable {
 
     public func run() async throws {
         var clientConfiguration = database.clientConfiguration
-        clientConfiguration.options.maximumConnections = 20
+        clientConfiguration.options.maximumConnections = configuration.databasePoolSize
         let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await client.run() }
-                try await serve(client: client)
-                group.cancelAll()
+            let app = try await makeApplication(client: client)
+            // The application runs in a service group of its own, so the outer graceful
+            // shutdown reaches it only after the sessions have wound down: each finishes the
+            // upload it is applying, answers it, and closes with 1001. Then the HTTP server
+            // stops, then the listener and hub, and the database client last.
+            let inner = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
+            // Detached so the group does not inherit this task's graceful shutdown: a nested
+            // service group would cascade it to the server at once, and the WebSocket layer
+            // would close every session with 1000 before their uploads are answered.
+            let running = Task.detached { try await inner.run() }
+            try await withTaskCancellationHandler {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await running.value }
+                    group.addTask {
+                        try await gracefulShutdown()
+                        await self.sessions.windDown(timeout: self.configuration.sessions.shutdownTimeout)
+                        await inner.triggerGracefulShutdown()
+                        try await running.value
+                    }
+                    try await group.next()
+                    group.cancelAll()
+                }
+            } onCancel: {
+                running.cancel()
             }
         } catch {
             failWaiters(error)
@@ -73,11 +94,8 @@ public final class SyncServer: Service, Sendable {
         }
     }
 
-    private func serve(client: PostgresClient) async throws {
+    private func makeApplication(client: PostgresClient) async throws -> some Service {
         let readiness = Readiness()
-        try await Migrator(client: client, logger: logger).migrate()
-        readiness.migrated(true)
-
         let store = ObjectStore(client: client, configuration: configuration.storage, logger: logger)
         let issuer = try await TokenIssuer(secret: configuration.auth.jwtSecret, lifetime: configuration.auth.accessTokenLifetime)
         if configuration.auth.jwtSecret == nil {
@@ -118,20 +136,27 @@ public final class SyncServer: Service, Sendable {
             var sessionServices = services
             sessionServices.logger[metadataKey: "session"] = "\(id)"
             let session = SyncSession(services: sessionServices, id: id, principal: principal, expires: expires)
+            self.sessions.add(session)
+            defer { self.sessions.remove(session) }
             try await session.run(inbound: inbound, outbound: outbound)
         }
 
-        let app = Application(
+        var app = Application(
             router: router,
             server: .http1WebSocketUpgrade(
                 webSocketRouter: webSocketRouter,
                 configuration: .init(ws: .init(maxFrameSize: 1 << 20, validateUTF8: true))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: configuration.name),
-            services: [hub, listener],
+            // Shut down in reverse order: the server first, the database client last.
+            services: [client, hub, listener],
             onServerRunning: { channel in self.listening(on: channel) },
             logger: logger
         )
-        try await app.run()
+        app.beforeServerStarts {
+            try await Migrator(client: client, logger: self.logger).migrate()
+            readiness.migrated(true)
+        }
+        return app
     }
 
     private func listening(on channel: any Channel) {

@@ -23,8 +23,7 @@ extension SyncSession {
             services.metrics.sessions.decrement()
         }
         if let principal { send(.ready(userId: principal.description)) }
-        let failure = await withGracefulShutdownHandler {
-            await withTaskGroup(of: (any Error)?.self) { group in
+        let failure = await withTaskGroup(of: (any Error)?.self) { group in
                 group.addTask { await self.readLoop(inbound) }
                 group.addTask {
                     await self.writeLoop(outbound)
@@ -43,15 +42,18 @@ extension SyncSession {
                 let first = await group.next() ?? nil
                 group.cancelAll()
                 return first
-            }
-        } onGracefulShutdown: {
-            let closeNow = self.state.withLock { state -> Bool in
-                state.shuttingDown = true
-                return !state.uploading
-            }
-            if closeNow { self.close(.goingAway, "the server is shutting down") }
         }
         if let failure { throw failure }
+    }
+
+    /// The server is shutting down: close with 1001 now, or after the upload being applied
+    /// has been answered.
+    func beginShutdown() {
+        let closeNow = state.withLock { state -> Bool in
+            state.shuttingDown = true
+            return !state.uploading
+        }
+        if closeNow { close(.goingAway, "the server is shutting down") }
     }
 
     /// Reads and handles messages in order. Returns the error that ended the input, if any;

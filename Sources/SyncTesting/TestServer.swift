@@ -10,6 +10,11 @@ public struct TestServer: Sendable {
     public let server: SyncServer
     public let port: Int
 
+    public init(server: SyncServer, port: Int) {
+        self.server = server
+        self.port = port
+    }
+
     public var baseURL: String { "http://127.0.0.1:\(port)" }
     public var webSocketURL: String { "ws://127.0.0.1:\(port)/v1/sync" }
     public var http: TestHTTPClient { TestHTTPClient(baseURL: baseURL) }
