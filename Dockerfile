@@ -1,5 +1,6 @@
 # Builds the psync server. The image runs `psync serve` against the DATABASE_URL it is given
-# (see docker-compose.yml); it carries no PostgreSQL of its own.
+# (see docker-compose.yml); it carries no PostgreSQL of its own. Set PSYNC_HOST=0.0.0.0 to
+# listen outside the container.
 FROM swift:6.3-bookworm AS build
 WORKDIR /src
 COPY Package.swift ./
@@ -19,4 +20,4 @@ COPY --from=build /app /app
 USER psync
 EXPOSE 8080
 ENTRYPOINT ["/app/psync"]
-CMD ["migrate"]
+CMD ["serve"]

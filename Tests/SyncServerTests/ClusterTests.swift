@@ -24,10 +24,14 @@ struct ClusterTests {
                     _ = try await onB.next()
                     let clock = ContinuousClock()
                     for round in 0..<5 {
-                        let started = clock.now
-                        #expect(try await onB.upload([.put(key("Note", "n\(round)"), body: ["round": .int(Int64(round))])], to: mine, requestId: "r\(round)").isAck)
+                        // From the commit (B's ack) to the change arriving on A; the change may
+                        // even arrive first.
+                        onB.send(.upload(requestId: "r\(round)", partition: mine, operations: [.put(key("Note", "n\(round)"), body: ["round": .int(Int64(round))])]))
+                        let ack = try await onB.next(timeout: .seconds(5))
+                        #expect(ack.isAck)
+                        let committed = clock.now
                         let arrived = try await onA.next(timeout: .seconds(5))
-                        let elapsed = clock.now - started
+                        let elapsed = clock.now - committed
                         guard case .changes(let batch) = arrived else { Issue.record("\(arrived)"); return }
                         #expect(batch.objects.map(\.key) == [key("Note", "n\(round)")])
                         #expect(elapsed < .seconds(1), "took \(elapsed)")
