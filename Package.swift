@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "SyncProtocol", targets: ["SyncProtocol"]),
         .library(name: "SyncStorage", targets: ["SyncStorage"]),
         .library(name: "EmbeddedPostgres", targets: ["EmbeddedPostgres"]),
+        .library(name: "SyncTriggers", targets: ["SyncTriggers"]),
         .library(name: "SyncServer", targets: ["SyncServer"]),
         .library(name: "SyncTesting", targets: ["SyncTesting"]),
     ],
@@ -58,12 +59,25 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Durable server-side triggers: the event sequencer and the trigger runners.
+        .target(
+            name: "SyncTriggers",
+            dependencies: [
+                "SyncProtocol",
+                "SyncStorage",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The sync server: authentication, permissions, the WebSocket and HTTP protocol, live push.
         .target(
             name: "SyncServer",
             dependencies: [
                 "SyncProtocol",
                 "SyncStorage",
+                "SyncTriggers",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),

@@ -22,11 +22,14 @@ public struct ObjectChange: Sendable, Hashable {
     public var after: DocumentState
     /// The compact JSON of the body after the change; `nil` for a deletion.
     public var encodedBody: [UInt8]?
+    /// Whether a `put` rewrote the existing object (rather than only field operations).
+    public var replaced: Bool
 
-    public init(key: ObjectKey, before: DocumentState, after: DocumentState, encodedBody: [UInt8]?) {
+    public init(key: ObjectKey, before: DocumentState, after: DocumentState, encodedBody: [UInt8]?, replaced: Bool = false) {
         self.key = key
         self.before = before
         self.after = after
         self.encodedBody = encodedBody
+        self.replaced = replaced
     }
 }

@@ -31,13 +31,18 @@ public struct OperationApplier: Sendable {
         try limits.check(operationCount: operations.count)
         var working: [ObjectKey: DocumentState] = [:]
         var deletedHere: Set<ObjectKey> = []
+        var replaced: Set<ObjectKey> = []
         for operation in operations {
             let key = operation.key
             if deletedHere.contains(key) { continue }
             let state = working[key] ?? current[key] ?? .absent
             if let next = try apply(operation, to: state) {
                 working[key] = next
-                if case .delete = operation { deletedHere.insert(key) }
+                switch (operation, state) {
+                case (.delete, _): deletedHere.insert(key)
+                case (.put, .live): replaced.insert(key)
+                default: break
+                }
             }
         }
         var changes: [ObjectChange] = []
@@ -46,7 +51,7 @@ public struct OperationApplier: Sendable {
             if before == after { continue }
             if case .deleted = after, case .absent = before { continue }
             let encoded = try after.body.map { body throws(SyncError) in try limits.encode(body: body, of: key) }
-            changes.append(ObjectChange(key: key, before: before, after: after, encodedBody: encoded))
+            changes.append(ObjectChange(key: key, before: before, after: after, encodedBody: encoded, replaced: replaced.contains(key)))
         }
         return changes.sorted { $0.key < $1.key }
     }

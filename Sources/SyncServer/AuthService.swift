@@ -4,6 +4,7 @@ import Logging
 import NIOPosix
 import PostgresNIO
 import SyncProtocol
+import SyncStorage
 
 /// Accounts and credentials: registration and login with bcrypt password hashes, short-lived
 /// JWT access tokens, rotating refresh tokens stored hashed, and API keys for back-end
@@ -25,31 +26,32 @@ public final class AuthService: Sendable {
         }
     }
 
-    let client: PostgresClient
+    let store: ObjectStore
     let configuration: AuthConfiguration
     let issuer: TokenIssuer
     let logger: Logger
-    let hooks: AuthHooks
+    var client: PostgresClient { store.client }
 
-    public init(client: PostgresClient, configuration: AuthConfiguration, issuer: TokenIssuer, hooks: AuthHooks = .init(), logger: Logger) {
-        self.client = client
+    public init(store: ObjectStore, configuration: AuthConfiguration, issuer: TokenIssuer, logger: Logger) {
+        self.store = store
         self.configuration = configuration
         self.issuer = issuer
-        self.hooks = hooks
         self.logger = logger
     }
 
     // MARK: Accounts
 
-    /// Creates an account; `email_taken` when the email (case-insensitively) has one.
+    /// Creates an account; `email_taken` when the email (case-insensitively) has one. The
+    /// `user registered` event commits with the account, for the application's triggers.
     public func register(email: String, password: String) async throws -> Tokens {
         let email = email.trimmingCharacters(in: .whitespaces)
         try Self.checkEmail(email)
         try checkPassword(password)
         let hash = try await hashPassword(password)
         let userID = UUID().uuidString.lowercased()
-        let created = try await client.withTransaction(logger: logger) { connection in
-            let rows = try await connection.query(
+        let logger = self.logger
+        let created = try await store.withWriteTransaction(author: "system:auth") { transaction in
+            let rows = try await transaction.connection.query(
                 """
                 INSERT INTO psync_users (id, email, email_key, password_hash)
                 VALUES (\(userID), \(email), \(email.lowercased()), \(hash))
@@ -59,7 +61,7 @@ public final class AuthService: Sendable {
             var inserted = false
             for try await _ in rows { inserted = true }
             if inserted {
-                try await hooks.userRegistered?(UserAccount(id: userID, email: email), connection)
+                transaction.recordUserEvent(.user, .registered, userID: userID, details: ["email": .string(email)])
             }
             return inserted
         }
@@ -126,6 +128,22 @@ public final class AuthService: Sendable {
             WHERE family = (SELECT family FROM psync_refresh_tokens WHERE token_hash = \(digest))
               AND revoked_at IS NULL
             """, logger: logger)
+    }
+
+    /// Deletes an account and its refresh tokens; the `user deleted` event commits with it.
+    public func deleteAccount(userID: String) async throws {
+        let logger = self.logger
+        let deleted = try await store.withWriteTransaction(author: "system:auth") { transaction in
+            var email: String?
+            for try await value in try await transaction.connection.query(
+                "DELETE FROM psync_users WHERE id = \(userID) RETURNING email", logger: logger
+            ).decode(String.self) { email = value }
+            guard let email else { return false }
+            transaction.recordUserEvent(.user, .deleted, userID: userID, details: ["email": .string(email)])
+            return true
+        }
+        guard deleted else { throw SyncError(.unauthenticated, "the account does not exist") }
+        logger.info("user deleted", metadata: ["userId": "\(userID)"])
     }
 
     // MARK: Bearer credentials
@@ -209,26 +227,4 @@ public final class AuthService: Sendable {
 
     /// A bcrypt hash of a random password, verified against when the email is unknown.
     static let dummyHash = Bcrypt.hash(UUID().uuidString, cost: 4)
-}
-
-/// An account as given to authentication hooks.
-public struct UserAccount: Sendable, Hashable {
-    public var id: String
-    public var email: String
-
-    public init(id: String, email: String) {
-        self.id = id
-        self.email = email
-    }
-}
-
-/// Code an application runs on authentication events, inside the transaction that records
-/// them, so its database writes commit with the account or not at all.
-public struct AuthHooks: Sendable {
-    /// Runs in the transaction that creates the account.
-    public var userRegistered: (@Sendable (UserAccount, PostgresConnection) async throws -> Void)?
-
-    public init(userRegistered: (@Sendable (UserAccount, PostgresConnection) async throws -> Void)? = nil) {
-        self.userRegistered = userRegistered
-    }
 }

@@ -14,12 +14,15 @@ public final class ChangeListener: Service, Sendable {
     let hub: SubscriptionHub
     let logger: Logger
     let readiness: Readiness
+    /// Receives the notifications that do not name a partition (`events`, `seq:<n>`).
+    let signal: @Sendable (String) -> Void
 
-    init(url: DatabaseURL, hub: SubscriptionHub, readiness: Readiness, logger: Logger) {
+    init(url: DatabaseURL, hub: SubscriptionHub, readiness: Readiness, logger: Logger, signal: @escaping @Sendable (String) -> Void) {
         self.url = url
         self.hub = hub
         self.readiness = readiness
         self.logger = logger
+        self.signal = signal
     }
 
     public func run() async throws {
@@ -50,6 +53,8 @@ public final class ChangeListener: Service, Sendable {
                 // resync below, commits after it arrive as notifications.
                 readiness.listening(true)
                 hub.listenerConnected()
+                signal("events")
+                signal("seq:0")
                 for try await notification in notifications {
                     handle(notification.payload)
                 }
@@ -60,6 +65,10 @@ public final class ChangeListener: Service, Sendable {
     }
 
     private func handle(_ payload: String) {
+        if payload == "events" || payload.hasPrefix("seq:") {
+            signal(payload)
+            return
+        }
         guard let colon = payload.firstIndex(of: ":"), let version = Int64(payload[..<colon]),
             let partition = try? Partition(String(payload[payload.index(after: colon)...]))
         else {

@@ -34,6 +34,13 @@ struct HTTPRoutes: Sendable {
         authGroup.post("refresh") { request, _ in
             Response.json(try await self.auth.refresh(try await self.refreshToken(request)).json)
         }
+        authGroup.delete("user") { request, _ in
+            guard case .user(let userID) = try await self.authenticate(request) else {
+                throw SyncError(.permissionDenied, "only a user can delete their account")
+            }
+            try await self.auth.deleteAccount(userID: userID)
+            return Response(status: .noContent)
+        }
         authGroup.post("logout") { request, _ in
             try await self.auth.logout(try await self.refreshToken(request))
             return Response(status: .noContent)

@@ -1,4 +1,5 @@
 import SyncStorage
+import SyncTriggers
 
 /// Settings of the sync server. Every field has a default; `psync serve` sets them from
 /// flags and environment variables (README.md, "Configuration").
@@ -13,6 +14,11 @@ public struct ServerConfiguration: Sendable {
     public var auth: AuthConfiguration = .init(jwtSecret: nil)
     /// WebSocket session settings.
     public var sessions: SessionConfiguration = .init()
+    /// Trigger processing settings.
+    public var triggers: TriggerConfiguration = .init()
+    /// How long an instance's presence rows live without renewal: when an instance dies, its
+    /// users' sessions count as closed after at most this. Default 15 seconds.
+    public var presenceLease: Duration = .seconds(15)
     /// Connections in the PostgreSQL pool. Default 20.
     public var databasePoolSize: Int = 20
     /// Name reported in logs and the `server` header. Default `psync`.

@@ -8,7 +8,8 @@ import Synchronization
 /// process each report their own) and rendered by `GET /metrics`.
 public final class ServerMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
-    let factory: PrometheusMetricsFactory
+    /// The factory of this server's registry, for components that report their own metrics.
+    public let factory: PrometheusMetricsFactory
 
     let sessions: CoreMetrics.Meter
     let subscriptions: CoreMetrics.Meter

@@ -9,6 +9,7 @@ struct SessionServices: Sendable {
     let auth: AuthService
     let uploads: UploadService
     let metrics: ServerMetrics
+    let presence: PresenceService?
     let configuration: SessionConfiguration
     var logger: Logger
 

@@ -8,6 +8,7 @@ import ServiceLifecycle
 import Synchronization
 import SyncProtocol
 import SyncStorage
+import SyncTriggers
 
 /// The sync server: HTTP and WebSocket on one port, over one PostgreSQL database.
 ///
@@ -24,9 +25,11 @@ import SyncStorage
 public final class SyncServer: Service, Sendable {
     public let configuration: ServerConfiguration
     public let database: DatabaseURL
-    public let permissions: Permissions
-    public let authHooks: AuthHooks
+    public let application: SyncApplication
+    public var permissions: Permissions { application.permissions }
     public let metrics = ServerMetrics()
+    /// This instance's name: trigger leases and presence rows are held under it.
+    public let instance: String
     let logger: Logger
     private let bound = Mutex<(port: Int?, waiters: [CheckedContinuation<Int, any Error>])>((nil, []))
     private let nextSessionID = Mutex(0)
@@ -39,14 +42,14 @@ public final class SyncServer: Service, Sendable {
     }
 
     public init(
-        configuration: ServerConfiguration, database: DatabaseURL, permissions: Permissions, authHooks: AuthHooks = .init(),
-        logger: Logger
+        configuration: ServerConfiguration, database: DatabaseURL, application: SyncApplication, logger: Logger
     ) {
         self.configuration = configuration
         self.database = database
-        self.permissions = permissions
-        self.authHooks = authHooks
+        self.application = application
         self.logger = logger
+        let host = ProcessInfo.processInfo.hostName
+        self.instance = "\(host)-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))"
     }
 
     /// The port the server listens on, once it does.
@@ -101,14 +104,21 @@ public final class SyncServer: Service, Sendable {
         if configuration.auth.jwtSecret == nil {
             logger.warning("no JWT secret configured: tokens are signed with a random key and die with this process")
         }
-        let auth = AuthService(client: client, configuration: configuration.auth, issuer: issuer, hooks: authHooks, logger: logger)
+        let auth = AuthService(store: store, configuration: configuration.auth, issuer: issuer, logger: logger)
         let uploads = UploadService(store: store, permissions: permissions, metrics: metrics, logger: logger)
         let hub = SubscriptionHub(store: store, batchSize: configuration.sessions.batchSize, metrics: metrics, logger: logger)
         runningHub.withLock { $0 = hub }
-        let listener = ChangeListener(url: database, hub: hub, readiness: readiness, logger: logger)
+        let triggers = TriggerService(
+            store: store, triggers: application.triggers, configuration: configuration.triggers, instance: instance,
+            metricsFactory: metrics.factory, logger: logger)
+        let listener = ChangeListener(url: database, hub: hub, readiness: readiness, logger: logger) { payload in
+            triggers.notified(payload)
+        }
+        let presence = PresenceService(
+            ledger: PresenceLedger(store: store, instance: instance, lease: configuration.presenceLease), logger: logger)
         let services = SessionServices(
             store: store, hub: hub, permissions: permissions, auth: auth, uploads: uploads, metrics: metrics,
-            configuration: configuration.sessions, logger: logger)
+            presence: presence, configuration: configuration.sessions, logger: logger)
 
         let router = Router(context: SyncRequestContext.self)
         router.add(middleware: ErrorMiddleware(metrics: metrics))
@@ -138,7 +148,13 @@ public final class SyncServer: Service, Sendable {
             let session = SyncSession(services: sessionServices, id: id, principal: principal, expires: expires)
             self.sessions.add(session)
             defer { self.sessions.remove(session) }
-            try await session.run(inbound: inbound, outbound: outbound)
+            do {
+                try await session.run(inbound: inbound, outbound: outbound)
+                await session.leftPresence()
+            } catch {
+                await session.leftPresence()
+                throw error
+            }
         }
 
         var app = Application(
@@ -148,12 +164,13 @@ public final class SyncServer: Service, Sendable {
                 configuration: .init(ws: .init(maxFrameSize: 1 << 20, validateUTF8: true))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: configuration.name),
             // Shut down in reverse order: the server first, the database client last.
-            services: [client, hub, listener],
+            services: [client, hub, listener, triggers, presence],
             onServerRunning: { channel in self.listening(on: channel) },
             logger: logger
         )
         app.beforeServerStarts {
             try await Migrator(client: client, logger: self.logger).migrate()
+            try await store.createIndexes(self.application.indexes)
             readiness.migrated(true)
         }
         return app

@@ -67,6 +67,7 @@ extension SyncSession {
                 send(.error(SyncError(.badRequest, "a session cannot change its user"), partition: nil))
             case true?:
                 send(.ready(userId: principal.description))
+                await joinedPresence()
             case false?:
                 break
             }

@@ -22,7 +22,10 @@ extension SyncSession {
             endAll()
             services.metrics.sessions.decrement()
         }
-        if let principal { send(.ready(userId: principal.description)) }
+        if let principal {
+            send(.ready(userId: principal.description))
+            await joinedPresence()
+        }
         let failure = await withTaskGroup(of: (any Error)?.self) { group in
                 group.addTask { await self.readLoop(inbound) }
                 group.addTask {

@@ -65,6 +65,8 @@ final class SyncSession: FeedSubscriber, Sendable {
         var inputUses: [Partition: Int] = [:]
         /// Partitions whose write decision's inputs are counted in `inputUses`.
         var writeInputsCounted: Set<Partition> = []
+        /// The user whose presence this session counts in.
+        var presentUser: String?
     }
 
     let services: SessionServices
@@ -88,6 +90,25 @@ final class SyncSession: FeedSubscriber, Sendable {
     }
 
     var principal: Principal? { state.withLock { $0.principal } }
+
+    /// Counts this session in its user's presence (once).
+    func joinedPresence() async {
+        let user = state.withLock { state -> String? in
+            guard state.presentUser == nil, let user = state.principal?.userID else { return nil }
+            state.presentUser = user
+            return user
+        }
+        if let user { await services.presence?.opened(user) }
+    }
+
+    /// Removes this session from its user's presence.
+    func leftPresence() async {
+        let user = state.withLock { state -> String? in
+            defer { state.presentUser = nil }
+            return state.presentUser
+        }
+        if let user { await services.presence?.closed(user) }
+    }
 
     // MARK: The queue
 

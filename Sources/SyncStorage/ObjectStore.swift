@@ -82,17 +82,18 @@ public final class ObjectStore: Sendable {
     /// outside the database); any other error rolls back and is rethrown.
     public func withWriteTransaction<Result: Sendable>(
         author: String,
+        depth: Int = 0,
         _ body: (WriteTransaction) async throws -> Result
     ) async throws -> Result {
         var attempt = 1
         while true {
             do {
                 return try await client.withConnection { connection in
-                    let transaction = WriteTransaction(connection: connection, store: self, author: author)
+                    let transaction = WriteTransaction(connection: connection, store: self, author: author, depth: depth)
                     try await connection.query("BEGIN", logger: logger)
                     do {
                         let result = try await body(transaction)
-                        try await transaction.notifyChanges()
+                        try await transaction.finish()
                         try await connection.query("COMMIT", logger: logger)
                         return result
                     } catch {

@@ -13,6 +13,9 @@ public final class WriteTransaction {
     public let connection: PostgresConnection
     /// Who writes: recorded with the changes.
     public let author: String
+    /// The trigger depth of the changes: 0 for clients, one more than the handled event's for
+    /// a trigger's writes.
+    public let depth: Int
     let store: ObjectStore
     /// The store's logger.
     public var logger: Logger { store.logger }
@@ -21,11 +24,14 @@ public final class WriteTransaction {
     public private(set) var versions: [Partition: Int64] = [:]
     /// Every object change written so far, in order.
     public private(set) var changes: [(partition: Partition, version: Int64, change: ObjectChange)] = []
+    /// Events to record at commit, in order.
+    var events: [PendingEvent] = []
 
-    init(connection: PostgresConnection, store: ObjectStore, author: String) {
+    init(connection: PostgresConnection, store: ObjectStore, author: String, depth: Int) {
         self.connection = connection
         self.store = store
         self.author = author
+        self.depth = depth
     }
 
     /// Locks the partitions not yet locked in this transaction, in sorted order, and bumps
@@ -67,6 +73,80 @@ public final class WriteTransaction {
         return result
     }
 
+    /// Applies operations to several partitions with a constant number of statements, however
+    /// many partitions and objects: one to lock them all (in sorted order), one to read every
+    /// touched object, one to write every change. Returns the changes per partition.
+    @discardableResult
+    public func apply(_ operations: [Partition: [SyncOperation]]) async throws -> [Partition: [ObjectChange]] {
+        let partitions = operations.keys.sorted()
+        guard !partitions.isEmpty else { return [:] }
+        for list in operations.values { try store.limits.check(operationCount: list.count) }
+        let versions = try await lock(partitions)
+        let stored = try await load(OperationApplier.keys(of: operations.values.flatMap { $0 }))
+        var result: [Partition: [ObjectChange]] = [:]
+        var writes: [(Partition, Int64, [ObjectChange])] = []
+        for partition in partitions {
+            var current: [ObjectKey: DocumentState] = [:]
+            for key in OperationApplier.keys(of: operations[partition]!) {
+                guard let entry = stored[key] else { continue }
+                guard entry.partition == partition.description else {
+                    throw SyncError(.partitionMismatch, "\(key) belongs to another partition than \(partition)")
+                }
+                current[key] = entry.state
+            }
+            let changes = try OperationApplier(partition: partition, limits: store.limits).apply(operations[partition]!, to: current)
+            result[partition] = changes
+            writes.append((partition, versions[partition]!, changes))
+        }
+        try await write(writes)
+        return result
+    }
+
+    /// The live objects of a collection whose field at `path` (a dot-separated path of
+    /// object fields) is one of `values` (compared as text), in every partition. Declare an
+    /// ``ObjectIndex/field(collection:path:)`` for it, or it scans the collection.
+    public func find(_ collection: String, where path: String, in values: [String]) async throws -> [(partition: Partition, object: SyncObject)] {
+        try ObjectIndex.checkPath(path)
+        // The path is spliced as a literal (it is checked above) so the expression matches a
+        // declared index; the values are bound.
+        var query = PostgresQuery(unsafeSQL: """
+            SELECT collection, id, partition, version, body FROM psync_objects
+            WHERE collection = $1 AND body IS NOT NULL AND body #>> \(ObjectIndex.literal(path)) = ANY($2)
+            """)
+        try query.binds.append(collection, context: .default)
+        try query.binds.append(values, context: .default)
+        return try await Self.objects(try await connection.query(query, logger: logger))
+    }
+
+    /// The live objects of a collection whose array at `path` holds an element containing
+    /// `element` (JSON containment), in every partition. Declare an
+    /// ``ObjectIndex/arrayContains(collection:path:)`` for it, or it scans the collection.
+    public func find(_ collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
+        try ObjectIndex.checkPath(path)
+        var query = PostgresQuery(unsafeSQL: """
+            SELECT collection, id, partition, version, body FROM psync_objects
+            WHERE collection = $1 AND body IS NOT NULL AND (body #> \(ObjectIndex.literal(path))) @> $2
+            """)
+        try query.binds.append(collection, context: .default)
+        query.binds.append(JSONB(value: .array([element])), context: .default)
+        return try await Self.objects(try await connection.query(query, logger: logger))
+    }
+
+    private static func objects(_ rows: PostgresRowSequence) async throws -> [(partition: Partition, object: SyncObject)] {
+        var result: [(partition: Partition, object: SyncObject)] = []
+        for try await (collection, id, partition, version, body) in rows.decode((String, String, String, Int64, JSONB?).self) {
+            let object = SyncObject(key: ObjectKey(uncheckedCollection: collection, id: id), version: version, body: body?.value.objectValue)
+            result.append((try Partition(partition), object))
+        }
+        return result
+    }
+
+    /// Records an event about a user (registered, deleted) or a user's presence (opened,
+    /// closed), delivered to triggers like object changes.
+    public func recordUserEvent(_ kind: ChangeEvent.Kind, _ operation: ChangeEvent.Operation, userID: String, details: [String: JSONValue]? = nil) {
+        events.append(PendingEvent(kind: kind, operation: operation, userID: userID, after: details))
+    }
+
     /// Applies operations of one partition against the current stored state and writes the
     /// objects they change. `validate` sees the computed changes before they are written
     /// and may throw to refuse them. Returns the changes written.
@@ -91,34 +171,64 @@ public final class WriteTransaction {
         }
         let changes = try OperationApplier(partition: partition, limits: store.limits).apply(operations, to: current)
         try await validate?(changes, self)
-        try await write(changes, in: partition, version: version)
+        try await write([(partition, version, changes)])
         return changes
     }
 
-    /// Announces the new version of every partition this transaction changed, on the channel
-    /// ``ObjectStore/notificationChannel``; PostgreSQL delivers the notifications at commit,
-    /// and drops them on rollback.
-    func notifyChanges() async throws {
-        let changed = Set(changes.map(\.partition))
-        guard !changed.isEmpty else { return }
-        let payloads = changed.sorted().map { "\(versions[$0]!):\($0)" }
-        try await connection.query(
-            "SELECT pg_notify(\(ObjectStore.notificationChannel), payload) FROM unnest(\(payloads)::text[]) AS t(payload)",
-            logger: logger)
+    /// Finishes the transaction's work before COMMIT, in one statement: stamps the changed
+    /// partitions with a Lamport clock, records the events, and announces on
+    /// ``ObjectStore/notificationChannel`` the new version of every changed partition (and
+    /// `events` when there are events). PostgreSQL delivers notifications at commit, and drops
+    /// them on rollback.
+    func finish() async throws {
+        guard !events.isEmpty else { return }
+        let changed = Set(changes.map(\.partition)).sorted()
+        var payloads = changed.map { "\(versions[$0]!):\($0)" }
+        payloads.append("events")
+        let none = Array("null".utf8)
+        let rows = try await connection.query(
+            """
+            WITH stamped AS (
+                UPDATE psync_partitions SET clock = (
+                    SELECT coalesce(max(clock), 0) + 1 FROM psync_partitions WHERE partition = ANY(\(changed.map(\.description))::text[]))
+                WHERE partition = ANY(\(changed.map(\.description))::text[])
+                RETURNING clock
+            ), inserted AS (
+                INSERT INTO psync_events (clock, kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, author, depth)
+                SELECT coalesce((SELECT max(clock) FROM stamped), 0), e.kind, e.operation, NULLIF(e.collection, ''), NULLIF(e.object_id, ''),
+                       NULLIF(e.partition, ''), NULLIF(e.version, -1), NULLIF(e.user_id, ''), NULLIF(e.before, 'null'::jsonb),
+                       NULLIF(e.after, 'null'::jsonb), e.changed, e.removed, \(author), \(depth)
+                FROM unnest(\(events.map(\.kind.rawValue))::text[], \(events.map(\.operation.rawValue))::text[],
+                            \(events.map { $0.key?.collection ?? "" })::text[], \(events.map { $0.key?.id ?? "" })::text[],
+                            \(events.map { $0.partition?.description ?? "" })::text[], \(events.map { $0.version ?? -1 })::bigint[],
+                            \(events.map { $0.userID ?? "" })::text[],
+                            \(events.map { EncodedJSONB(bytes: $0.before.map { JSONValue.object($0).jsonBytes } ?? none) })::jsonb[],
+                            \(events.map { EncodedJSONB(bytes: $0.after.map { JSONValue.object($0).jsonBytes } ?? none) })::jsonb[],
+                            \(events.map { JSONB(value: .array($0.changed.map(JSONValue.string))) })::jsonb[],
+                            \(events.map { JSONB(value: .array($0.removed.map(JSONValue.string))) })::jsonb[])
+                     WITH ORDINALITY AS e(kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, ord)
+                ORDER BY e.ord
+                RETURNING 1
+            ), notified AS (
+                SELECT pg_notify(\(ObjectStore.notificationChannel), payload) FROM unnest(\(payloads)::text[]) AS t(payload)
+            )
+            SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM notified)
+            """, logger: logger)
+        for try await _ in rows {}
     }
 
-    /// Writes computed changes as they are (no operations applied): live bodies and tombstones.
-    func write(_ changes: [ObjectChange], in partition: Partition, version: Int64) async throws {
-        guard !changes.isEmpty else { return }
-        let collections = changes.map(\.key.collection)
-        let ids = changes.map(\.key.id)
-        let bodies = changes.map { EncodedJSONB(bytes: $0.encodedBody ?? Array("null".utf8)) }
-        let deleted = changes.map { $0.encodedBody == nil }
+    /// Writes computed changes as they are (no operations applied): live bodies and tombstones,
+    /// for all the given partitions in one statement.
+    func write(_ batches: [(partition: Partition, version: Int64, changes: [ObjectChange])]) async throws {
+        let all = batches.flatMap { batch in batch.changes.map { (batch.partition, batch.version, $0) } }
+        guard !all.isEmpty else { return }
         let rows = try await connection.query(
             """
             INSERT INTO psync_objects AS o (collection, id, partition, version, body)
-            SELECT c, i, \(partition.description), \(version), CASE WHEN d THEN NULL ELSE b END
-            FROM unnest(\(collections)::text[], \(ids)::text[], \(bodies)::jsonb[], \(deleted)::boolean[]) AS t(c, i, b, d)
+            SELECT c, i, p, v, CASE WHEN d THEN NULL ELSE b END
+            FROM unnest(\(all.map(\.2.key.collection))::text[], \(all.map(\.2.key.id))::text[], \(all.map(\.0.description))::text[],
+                        \(all.map(\.1))::bigint[], \(all.map { EncodedJSONB(bytes: $0.2.encodedBody ?? Array("null".utf8)) })::jsonb[],
+                        \(all.map { $0.2.encodedBody == nil })::boolean[]) AS t(c, i, p, v, b, d)
             ON CONFLICT (collection, id) DO UPDATE
               SET version = EXCLUDED.version, body = EXCLUDED.body, updated_at = now()
               WHERE o.partition = EXCLUDED.partition
@@ -126,12 +236,13 @@ public final class WriteTransaction {
             """, logger: logger)
         var written = 0
         for try await _ in rows { written += 1 }
-        guard written == changes.count else {
+        guard written == all.count else {
             // Another transaction created one of these keys in another partition meanwhile.
             throw SyncError(.partitionMismatch, "an object of this upload was created in another partition meanwhile")
         }
-        for change in changes {
-            self.changes.append((partition, version, change))
+        for (partition, version, change) in all {
+            changes.append((partition, version, change))
+            events.append(PendingEvent(change: change, partition: partition, version: version))
         }
     }
 }

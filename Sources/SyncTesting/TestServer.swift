@@ -38,18 +38,27 @@ public struct TestServer: Sendable {
         return permissions
     }
 
-    /// Runs `body` with a server on `database`; shuts it down gracefully afterwards.
+    /// Runs `body` with a server on `database` with these permissions and no triggers.
     public static func with<Result: Sendable>(
         database: DatabaseURL,
         permissions: Permissions = defaultPermissions,
-        authHooks: AuthHooks = .init(),
+        configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
+        _ body: @Sendable (TestServer) async throws -> Result
+    ) async throws -> Result {
+        try await with(database: database, application: SyncApplication(permissions: permissions), configure: configure, body)
+    }
+
+    /// Runs `body` with a server of `application` on `database`; shuts it down gracefully afterwards.
+    public static func with<Result: Sendable>(
+        database: DatabaseURL,
+        application: SyncApplication,
         configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
         _ body: @Sendable (TestServer) async throws -> Result
     ) async throws -> Result {
         var configuration = defaultConfiguration
         configure(&configuration)
         let logger = TestPostgres.makeLogger("psync.test.server")
-        let server = SyncServer(configuration: configuration, database: database, permissions: permissions, authHooks: authHooks, logger: logger)
+        let server = SyncServer(configuration: configuration, database: database, application: application, logger: logger)
         let group = ServiceGroup(services: [server], gracefulShutdownSignals: [], logger: logger)
         return try await withThrowingTaskGroup(of: Result?.self) { tasks in
             tasks.addTask {

@@ -13,6 +13,7 @@ struct Application {
         var permissions = Permissions()
         permissions.register(OwnerRule(), forKey: "user")
         return Application(
-            server: SyncServer(configuration: configuration, database: database, permissions: permissions, logger: logger))
+            server: SyncServer(
+                configuration: configuration, database: database, application: SyncApplication(permissions: permissions), logger: logger))
     }
 }

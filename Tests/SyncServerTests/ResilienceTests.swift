@@ -67,7 +67,7 @@ struct ResilienceTests {
             let release = AsyncStream.makeStream(of: Void.self)
             var permissions = TestServer.defaultPermissions
             permissions.add(Gate(entered: entered.continuation, release: release.stream))
-            let server = SyncServer(configuration: configuration, database: db.url, permissions: permissions, logger: logger)
+            let server = SyncServer(configuration: configuration, database: db.url, application: SyncApplication(permissions: permissions), logger: logger)
             let group = ServiceGroup(services: [server], gracefulShutdownSignals: [], logger: logger)
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { try await group.run() }

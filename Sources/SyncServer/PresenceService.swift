@@ -1,0 +1,46 @@
+import Logging
+import ServiceLifecycle
+import SyncStorage
+
+/// Keeps this instance's presence rows alive and closes the users of instances that died
+/// (docs/TRIGGERS.md, "Presence"). Sessions report their users' first opening and last closing.
+final class PresenceService: Service, Sendable {
+    let ledger: PresenceLedger
+    let logger: Logger
+
+    init(ledger: PresenceLedger, logger: Logger) {
+        self.ledger = ledger
+        self.logger = logger
+    }
+
+    func run() async {
+        let interval = ledger.lease / 3
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                try await ledger.heartbeat()
+                try await ledger.reap()
+            } catch {
+                logger.warning("presence upkeep failed", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
+            }
+            try? await Task.sleep(for: interval)
+        }
+        // Leaving cleanly: this instance's users are closed now rather than when rows expire.
+        try? await ledger.closeAll()
+    }
+
+    func opened(_ userID: String) async {
+        do {
+            try await ledger.opened(userID)
+        } catch {
+            logger.warning("recording presence failed", metadata: ["userId": "\(userID)", "error": "\(error)"])
+        }
+    }
+
+    func closed(_ userID: String) async {
+        do {
+            try await ledger.closed(userID)
+        } catch {
+            logger.warning("recording presence failed", metadata: ["userId": "\(userID)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import SyncProtocol
+
+/// One committed change, as triggers receive it: written in the same transaction as the
+/// change (so none is lost or invented) and numbered after commit in an order consistent with
+/// the commit order (so two changes of one partition arrive in the order they committed).
+public struct ChangeEvent: Sendable, Hashable {
+    /// What kind of thing changed.
+    public enum Kind: String, Sendable, Hashable {
+        /// An object of a partition.
+        case object
+        /// A user account: `registered`, `deleted`.
+        case user
+        /// A user's presence: `opened` (first session), `closed` (last session).
+        case session
+    }
+
+    /// What happened.
+    public struct Operation: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// An object was created (or created again after a deletion).
+        public static let insert = Operation(rawValue: "insert")
+        /// Fields of an object changed.
+        public static let update = Operation(rawValue: "update")
+        /// An object was rewritten by a `put`.
+        public static let replace = Operation(rawValue: "replace")
+        /// An object was deleted.
+        public static let delete = Operation(rawValue: "delete")
+        /// A user registered.
+        public static let registered = Operation(rawValue: "registered")
+        /// A user account was deleted.
+        public static let deleted = Operation(rawValue: "deleted")
+        /// A user's first session opened.
+        public static let opened = Operation(rawValue: "opened")
+        /// A user's last session closed (or the instance holding it died).
+        public static let closed = Operation(rawValue: "closed")
+    }
+
+    /// The position in the event order: gapless, increasing.
+    public var position: Int64
+    public var kind: Kind
+    public var operation: Operation
+    /// The object, for object events.
+    public var key: ObjectKey?
+    /// The object's partition, for object events.
+    public var partition: Partition?
+    /// The partition version the change committed at, for object events.
+    public var version: Int64?
+    /// The user, for user and session events.
+    public var userID: String?
+    /// The document before the change (`nil` for an insert).
+    public var before: [String: JSONValue]?
+    /// The document after the change (`nil` for a delete).
+    public var after: [String: JSONValue]?
+    /// Field paths whose value is new or different.
+    public var changedFields: [String]
+    /// Field paths that were removed.
+    public var removedFields: [String]
+    /// Who made the change: a user id, `service:<name>`, or `trigger:<name>`.
+    public var author: String
+    /// 0 for changes by clients; one more than the handled event's for changes by triggers.
+    public var depth: Int
+    /// When the change was made (inside its transaction, just before commit).
+    public var created: Date
+
+    public init(
+        position: Int64, kind: Kind, operation: Operation, key: ObjectKey? = nil, partition: Partition? = nil,
+        version: Int64? = nil, userID: String? = nil, before: [String: JSONValue]? = nil, after: [String: JSONValue]? = nil,
+        changedFields: [String] = [], removedFields: [String] = [], author: String, depth: Int = 0, created: Date = Date()
+    ) {
+        self.position = position
+        self.kind = kind
+        self.operation = operation
+        self.key = key
+        self.partition = partition
+        self.version = version
+        self.userID = userID
+        self.before = before
+        self.after = after
+        self.changedFields = changedFields
+        self.removedFields = removedFields
+        self.author = author
+        self.depth = depth
+        self.created = created
+    }
+
+    /// The collection of an object event.
+    public var collection: String? { key?.collection }
+}
+
+/// An event recorded in a write transaction, numbered after commit.
+struct PendingEvent {
+    var kind: ChangeEvent.Kind
+    var operation: ChangeEvent.Operation
+    var key: ObjectKey?
+    var partition: Partition?
+    var version: Int64?
+    var userID: String?
+    var before: [String: JSONValue]?
+    var after: [String: JSONValue]?
+    var changed: [String] = []
+    var removed: [String] = []
+
+    /// The event of an object change.
+    init(change: ObjectChange, partition: Partition, version: Int64) {
+        kind = .object
+        key = change.key
+        self.partition = partition
+        self.version = version
+        before = change.before.body
+        after = change.after.body
+        switch (change.before, change.after) {
+        case (.live, .deleted): operation = .delete
+        case (.live, .live): operation = change.replaced ? .replace : .update
+        default: operation = .insert
+        }
+        (changed, removed) = JSONDiff.paths(from: before, to: after)
+    }
+
+    /// An event about a user.
+    init(kind: ChangeEvent.Kind, operation: ChangeEvent.Operation, userID: String, after: [String: JSONValue]? = nil) {
+        self.kind = kind
+        self.operation = operation
+        self.userID = userID
+        self.after = after
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Logging
+import PostgresNIO
+import SyncProtocol
+
+/// The change events of the database, numbered and read in order.
+///
+/// Transactions record events unnumbered; the sequencer numbers the committed ones, pass by
+/// pass. Passes lock one row, so they run one at a time across all server instances. A pass
+/// sees every transaction committed before it began, and each transaction's conflicting
+/// predecessors committed before it; within a pass, events are ordered by the Lamport clock of
+/// their transaction, which follows the commit order of transactions that touched a common
+/// partition. So numbers are gapless, and two changes of one partition are numbered in the
+/// order they committed. (docs/TRIGGERS.md, "Ordering".)
+public struct EventLog: Sendable {
+    let store: ObjectStore
+    var logger: Logger { store.logger }
+
+    public init(store: ObjectStore) {
+        self.store = store
+    }
+
+    /// Numbers the committed, unnumbered events (at most `limit` per pass); returns the new
+    /// last position, or `nil` when there was nothing to number.
+    @discardableResult
+    public func sequence(limit: Int = 10_000) async throws -> Int64? {
+        try await store.client.withTransaction(logger: logger) { connection in
+            var last: Int64 = 0
+            for try await value in try await connection.query(
+                "SELECT last_seq FROM psync_sequencer FOR UPDATE", logger: logger
+            ).decode(Int64.self) { last = value }
+            // A new statement: its snapshot includes everything committed while we waited.
+            let rows = try await connection.query(
+                """
+                WITH next AS (
+                    SELECT id, row_number() OVER (ORDER BY clock, xid, id) AS n
+                    FROM (SELECT id, clock, xid FROM psync_events WHERE seq IS NULL ORDER BY clock, xid, id LIMIT \(limit)) AS pending
+                )
+                UPDATE psync_events e SET seq = \(last) + next.n FROM next WHERE e.id = next.id
+                RETURNING e.seq
+                """, logger: logger)
+            var count: Int64 = 0
+            for try await _ in rows { count += 1 }
+            guard count > 0 else { return nil }
+            try await connection.query(
+                "UPDATE psync_sequencer SET last_seq = \(last + count)", logger: logger)
+            try await connection.query(
+                "SELECT pg_notify(\(ObjectStore.notificationChannel), \("seq:\(last + count)"))", logger: logger)
+            return last + count
+        }
+    }
+
+    /// The last numbered position.
+    public func head() async throws -> Int64 {
+        for try await value in try await store.client.query("SELECT last_seq FROM psync_sequencer", logger: logger).decode(Int64.self) {
+            return value
+        }
+        return 0
+    }
+
+    /// Numbered events after `position`, in order.
+    public func events(after position: Int64, limit: Int) async throws -> [ChangeEvent] {
+        try await events(after: position, limit: limit, on: nil)
+    }
+
+    /// The event at a position, if it exists.
+    public func event(at position: Int64) async throws -> ChangeEvent? {
+        try await events(after: position - 1, limit: 1).first.flatMap { $0.position == position ? $0 : nil }
+    }
+
+    func events(after position: Int64, limit: Int, on connection: PostgresConnection?) async throws -> [ChangeEvent] {
+        let query: PostgresQuery = """
+            SELECT seq, kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, author, depth, created_at
+            FROM psync_events WHERE seq > \(position) ORDER BY seq LIMIT \(limit)
+            """
+        let rows: PostgresRowSequence
+        if let connection {
+            rows = try await connection.query(query, logger: logger)
+        } else {
+            rows = try await store.client.query(query, logger: logger)
+        }
+        var events: [ChangeEvent] = []
+        for try await row in rows {
+            let (seq, kind, operation, collection, objectID, partition, version, userID) =
+                try row.decode((Int64, String, String, String?, String?, String?, Int64?, String?).self)
+            let columns = row.makeRandomAccess()
+            let before = try columns[8].decode(JSONB?.self)?.value.objectValue
+            let after = try columns[9].decode(JSONB?.self)?.value.objectValue
+            let changed = try columns[10].decode(JSONB?.self)?.value.arrayValue?.compactMap(\.stringValue) ?? []
+            let removed = try columns[11].decode(JSONB?.self)?.value.arrayValue?.compactMap(\.stringValue) ?? []
+            let author = try columns[12].decode(String.self)
+            let depth = try columns[13].decode(Int.self)
+            let created = try columns[14].decode(Date.self)
+            var key: ObjectKey?
+            if let collection, let objectID { key = ObjectKey(uncheckedCollection: collection, id: objectID) }
+            events.append(ChangeEvent(
+                position: seq, kind: ChangeEvent.Kind(rawValue: kind) ?? .object, operation: .init(rawValue: operation),
+                key: key, partition: try partition.map { text throws in try Partition(text) }, version: version, userID: userID,
+                before: before, after: after, changedFields: changed, removedFields: removed, author: author, depth: depth,
+                created: created))
+        }
+        return events
+    }
+}

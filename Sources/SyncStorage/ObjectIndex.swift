@@ -1,0 +1,86 @@
+import Foundation
+import Logging
+import PostgresNIO
+import SyncProtocol
+
+/// An index an application declares on object bodies, for the searches of its triggers and
+/// rules (``WriteTransaction/find(_:where:in:)``, ``WriteTransaction/find(_:whereArray:contains:)``).
+/// Created at server start if missing.
+public struct ObjectIndex: Sendable, Hashable {
+    enum Kind: Hashable {
+        case field
+        case arrayContains
+    }
+
+    let kind: Kind
+    public let collection: String
+    /// Dot-separated field names of letters, digits and `_`.
+    public let path: String
+
+    /// Objects of a collection by the text value at a path: `User` by `userName`.
+    public static func field(collection: String, path: String) throws(SyncError) -> ObjectIndex {
+        try ObjectIndex(kind: .field, collection: collection, path: path)
+    }
+
+    /// Objects of a collection by the elements of an array at a path: `User` by the `id`s in
+    /// `conversations` (a GIN index for JSON containment).
+    public static func arrayContains(collection: String, path: String) throws(SyncError) -> ObjectIndex {
+        try ObjectIndex(kind: .arrayContains, collection: collection, path: path)
+    }
+
+    private init(kind: Kind, collection: String, path: String) throws(SyncError) {
+        _ = try ObjectKey(collection: collection, id: "x")
+        try Self.checkPath(path)
+        self.kind = kind
+        self.collection = collection
+        self.path = path
+    }
+
+    static func checkPath(_ path: String) throws(SyncError) {
+        let fields = path.split(separator: ".", omittingEmptySubsequences: false)
+        guard !fields.isEmpty, fields.allSatisfy({ field in
+            !field.isEmpty && field.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+        }) else {
+            throw SyncError(.invalidPath, "an index or search path is dot-separated names of letters, digits and '_'")
+        }
+    }
+
+    /// `'{a,b}'`: the path as a PostgreSQL text-array literal (safe: names are checked).
+    static func literal(_ path: String) -> String {
+        "'{" + path.split(separator: ".").joined(separator: ",") + "}'"
+    }
+
+    var name: String {
+        let suffix = kind == .field ? "field" : "contains"
+        return "psync_ix_\(collection.lowercased())_\(path.replacingOccurrences(of: ".", with: "_").lowercased())_\(suffix)"
+    }
+
+    var createStatement: String {
+        switch kind {
+        case .field:
+            return "CREATE INDEX IF NOT EXISTS \(name) ON psync_objects ((body #>> \(Self.literal(path)))) WHERE collection = '\(collection)'"
+        case .arrayContains:
+            return "CREATE INDEX IF NOT EXISTS \(name) ON psync_objects USING gin ((body #> \(Self.literal(path))) jsonb_path_ops) WHERE collection = '\(collection)'"
+        }
+    }
+}
+
+extension ObjectStore {
+    /// Creates the declared indexes that are missing, one server at a time (under the
+    /// migrator's lock).
+    public func createIndexes(_ indexes: [ObjectIndex]) async throws {
+        guard !indexes.isEmpty else { return }
+        try await client.withConnection { connection in
+            try await connection.query("SELECT pg_advisory_lock(\(Migrator.lockKey))", logger: logger)
+            do {
+                for index in indexes {
+                    try await connection.query(PostgresQuery(unsafeSQL: index.createStatement), logger: logger)
+                }
+                try await connection.query("SELECT pg_advisory_unlock(\(Migrator.lockKey))", logger: logger)
+            } catch {
+                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Migrator.lockKey))", logger: logger)
+                throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Logging
+import PostgresNIO
+import SyncProtocol
+
+/// The stored state of triggers: each one's position and lease, the events of concurrent
+/// triggers already handled, and dead letters.
+public struct TriggerLedger: Sendable {
+    /// A dead-lettered event.
+    public struct DeadLetter: Sendable, Hashable {
+        public var id: Int64
+        public var trigger: String
+        public var position: Int64
+        public var attempts: Int
+        public var error: String
+        public var created: Date
+        public var retried: Date?
+    }
+
+    /// A trigger's progress.
+    public struct Status: Sendable, Hashable {
+        public var name: String
+        public var position: Int64
+        public var leaseHolder: String?
+        public var leaseExpires: Date?
+    }
+
+    let store: ObjectStore
+    var logger: Logger { store.logger }
+
+    public init(store: ObjectStore) {
+        self.store = store
+    }
+
+    /// Makes sure a trigger has a row. A new trigger starts at the current end of the event
+    /// log: it handles events committed from now on, not the history.
+    public func register(_ name: String) async throws {
+        try await store.client.query(
+            """
+            INSERT INTO psync_triggers (name, position)
+            SELECT \(name), last_seq FROM psync_sequencer
+            ON CONFLICT (name) DO NOTHING
+            """, logger: logger)
+    }
+
+    /// Takes or renews the lease; returns the trigger's position while this holder has it.
+    public func acquireLease(_ name: String, holder: String, duration: Duration) async throws -> Int64? {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let rows = try await store.client.query(
+            """
+            UPDATE psync_triggers
+            SET lease_holder = \(holder), lease_expires = now() + make_interval(secs => \(seconds)), updated_at = now()
+            WHERE name = \(name) AND (lease_holder = \(holder) OR lease_holder IS NULL OR lease_expires < now())
+            RETURNING position
+            """, logger: logger)
+        for try await position in rows.decode(Int64.self) { return position }
+        return nil
+    }
+
+    /// Gives the lease up (on shutdown), so another instance takes over at once.
+    public func releaseLease(_ name: String, holder: String) async throws {
+        try await store.client.query(
+            "UPDATE psync_triggers SET lease_holder = NULL, lease_expires = NULL WHERE name = \(name) AND lease_holder = \(holder)",
+            logger: logger)
+    }
+
+    /// Moves the position forward inside the transaction of `connection`, only while the
+    /// lease is held: the fence that keeps an instance that lost its lease from committing.
+    /// Returns `false` when the lease is no longer held.
+    public func advance(_ name: String, holder: String, to position: Int64, on connection: PostgresConnection) async throws -> Bool {
+        let rows = try await connection.query(
+            """
+            UPDATE psync_triggers SET position = GREATEST(position, \(position)), updated_at = now()
+            WHERE name = \(name) AND lease_holder = \(holder) AND lease_expires > now()
+            RETURNING 1
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// Moves the position forward on its own (past events the trigger does not handle), while
+    /// the lease is held. Returns `false` when it is not.
+    public func advance(_ name: String, holder: String, to position: Int64) async throws -> Bool {
+        try await store.client.withConnection { connection in
+            try await advance(name, holder: holder, to: position, on: connection)
+        }
+    }
+
+    /// Records inside a transaction that a concurrent trigger handled an event; `false` if it
+    /// already had (the transaction must then do nothing).
+    public func markDone(_ name: String, position: Int64, on connection: PostgresConnection) async throws -> Bool {
+        let rows = try await connection.query(
+            "INSERT INTO psync_trigger_done (trigger, seq) VALUES (\(name), \(position)) ON CONFLICT DO NOTHING RETURNING 1",
+            logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// Forgets done-markers at or below a position the trigger has passed.
+    public func clearDone(_ name: String, through position: Int64) async throws {
+        try await store.client.query(
+            "DELETE FROM psync_trigger_done WHERE trigger = \(name) AND seq <= \(position)", logger: logger)
+    }
+
+    /// Records a dead letter inside a transaction (idempotent per trigger and event).
+    public func deadLetter(_ name: String, position: Int64, attempts: Int, error: String, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            """
+            INSERT INTO psync_dead_letters (trigger, seq, attempts, error) VALUES (\(name), \(position), \(attempts), \(error))
+            ON CONFLICT (trigger, seq) DO UPDATE SET attempts = EXCLUDED.attempts, error = EXCLUDED.error, retried_at = NULL
+            """, logger: logger)
+    }
+
+    /// Dead letters, newest first; by default only those not yet retried successfully.
+    public func deadLetters(trigger: String? = nil, includeRetried: Bool = false) async throws -> [DeadLetter] {
+        let rows = try await store.client.query(
+            """
+            SELECT id, trigger, seq, attempts, error, created_at, retried_at FROM psync_dead_letters
+            WHERE (\(trigger)::text IS NULL OR trigger = \(trigger)) AND (\(includeRetried) OR retried_at IS NULL)
+            ORDER BY id DESC
+            """, logger: logger)
+        var letters: [DeadLetter] = []
+        for try await (id, trigger, seq, attempts, error, created, retried) in rows.decode((Int64, String, Int64, Int, String, Date, Date?).self) {
+            letters.append(DeadLetter(id: id, trigger: trigger, position: seq, attempts: attempts, error: error, created: created, retried: retried))
+        }
+        return letters
+    }
+
+    /// Marks a dead letter retried inside the transaction that handled it again; `false` if it
+    /// does not exist or was already retried.
+    public func markRetried(_ id: Int64, on connection: PostgresConnection) async throws -> Bool {
+        let rows = try await connection.query(
+            "UPDATE psync_dead_letters SET retried_at = now() WHERE id = \(id) AND retried_at IS NULL RETURNING 1", logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// Every trigger's position and lease.
+    public func statuses() async throws -> [Status] {
+        let rows = try await store.client.query(
+            "SELECT name, position, lease_holder, lease_expires FROM psync_triggers ORDER BY name", logger: logger)
+        var result: [Status] = []
+        for try await (name, position, holder, expires) in rows.decode((String, Int64, String?, Date?).self) {
+            result.append(Status(name: name, position: position, leaseHolder: holder, leaseExpires: expires))
+        }
+        return result
+    }
+}

@@ -1,0 +1,135 @@
+import Logging
+import SyncProtocol
+import SyncStorage
+
+/// A server-side handler of change events, registered by an application.
+///
+/// ```swift
+/// let unread = Trigger(name: "unread-counts", collections: ["ChatMessage"], operations: [.insert]) { event, context in
+///     let room = event.partition!.value
+///     ...
+///     try await context.apply(operationsPerPartition)
+/// }
+/// ```
+///
+/// Each event is handled in a transaction that also advances the trigger's position: the
+/// handler's database writes (through the context) and the progress commit together, so a
+/// crash neither loses an event nor applies its writes twice. Effects outside the database are
+/// at least once.
+public struct Trigger: Sendable {
+    /// How events are handed to the handler.
+    public enum Mode: Sendable, Hashable {
+        /// One at a time, in event order (the default).
+        case ordered
+        /// Up to `maximum` at a time; each event still handled exactly once.
+        case concurrent(maximum: Int)
+    }
+
+    /// What happens when the handler throws.
+    public struct RetryPolicy: Sendable, Hashable {
+        /// Attempts in all, the first included. Default 5.
+        public var attempts: Int
+        /// Wait before the second attempt, doubled for each next one. Default 100 ms.
+        public var initialBackoff: Duration
+        /// The longest wait between attempts. Default 10 s.
+        public var maximumBackoff: Duration
+
+        public init(attempts: Int = 5, initialBackoff: Duration = .milliseconds(100), maximumBackoff: Duration = .seconds(10)) {
+            self.attempts = max(1, attempts)
+            self.initialBackoff = initialBackoff
+            self.maximumBackoff = maximumBackoff
+        }
+
+        func backoff(afterAttempt attempt: Int) -> Duration {
+            let factor = 1 << min(attempt - 1, 20)
+            return min(initialBackoff * factor, maximumBackoff)
+        }
+    }
+
+    public typealias Handler = @Sendable (ChangeEvent, TriggerContext) async throws -> Void
+
+    /// A stable name: the trigger's position and dead letters are stored under it.
+    public let name: String
+    public let kinds: Set<ChangeEvent.Kind>
+    /// Collections of object events; `nil`: all.
+    public let collections: Set<String>?
+    /// Operations; `nil`: all.
+    public let operations: Set<ChangeEvent.Operation>?
+    /// A further filter on the event.
+    public let predicate: (@Sendable (ChangeEvent) -> Bool)?
+    public let mode: Mode
+    public let retry: RetryPolicy
+    public let handler: Handler
+
+    /// A trigger on object changes.
+    public init(
+        name: String, collections: Set<String>? = nil, operations: Set<ChangeEvent.Operation>? = nil,
+        where predicate: (@Sendable (ChangeEvent) -> Bool)? = nil, mode: Mode = .ordered, retry: RetryPolicy = .init(),
+        handler: @escaping Handler
+    ) {
+        self.init(name: name, kinds: [.object], collections: collections, operations: operations, where: predicate, mode: mode, retry: retry, handler: handler)
+    }
+
+    /// A trigger on any kind of event: `.user` (registered, deleted) and `.session` (opened,
+    /// closed) as well as `.object`.
+    public init(
+        name: String, kinds: Set<ChangeEvent.Kind>, collections: Set<String>? = nil, operations: Set<ChangeEvent.Operation>? = nil,
+        where predicate: (@Sendable (ChangeEvent) -> Bool)? = nil, mode: Mode = .ordered, retry: RetryPolicy = .init(),
+        handler: @escaping Handler
+    ) {
+        self.name = name
+        self.kinds = kinds
+        self.collections = collections
+        self.operations = operations
+        self.predicate = predicate
+        self.mode = mode
+        self.retry = retry
+        self.handler = handler
+    }
+
+    /// Whether the trigger handles the event.
+    public func matches(_ event: ChangeEvent) -> Bool {
+        guard kinds.contains(event.kind) else { return false }
+        if let collections, !collections.contains(event.collection ?? "") { return false }
+        if let operations, !operations.contains(event.operation) { return false }
+        return predicate?(event) ?? true
+    }
+}
+
+/// What a handler works with: the event's transaction, with system privileges (no permission
+/// rules apply), and a logger.
+public struct TriggerContext {
+    /// The transaction the handler's writes commit in, together with the trigger's progress.
+    public let transaction: WriteTransaction
+    public let logger: Logger
+    /// The trigger's name.
+    public let trigger: String
+
+    /// The body of the live object under `key`, or `nil`; reads see this transaction's own writes.
+    public func body(of key: ObjectKey) async throws -> [String: JSONValue]? {
+        try await transaction.load([key])[key]?.state.body
+    }
+
+    /// Applies operations to one partition, as a client upload would (without the permission
+    /// rules). Returns the changes made.
+    @discardableResult
+    public func apply(_ operations: [SyncOperation], in partition: Partition) async throws -> [ObjectChange] {
+        try await transaction.apply(operations, in: partition)
+    }
+
+    /// Applies operations to several partitions with a constant number of statements.
+    @discardableResult
+    public func apply(_ operations: [Partition: [SyncOperation]]) async throws -> [Partition: [ObjectChange]] {
+        try await transaction.apply(operations)
+    }
+
+    /// Live objects of a collection whose field at `path` is one of `values`.
+    public func find(_ collection: String, where path: String, in values: [String]) async throws -> [(partition: Partition, object: SyncObject)] {
+        try await transaction.find(collection, where: path, in: values)
+    }
+
+    /// Live objects of a collection whose array at `path` holds an element containing `element`.
+    public func find(_ collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
+        try await transaction.find(collection, whereArray: path, contains: element)
+    }
+}

@@ -1,0 +1,17 @@
+/// Settings of trigger processing.
+public struct TriggerConfiguration: Sendable, Hashable {
+    /// Events deeper than this (a trigger's write firing a trigger firing a trigger …) are not
+    /// handled but dead-lettered with `trigger_depth_exceeded`. Default 8.
+    public var maximumDepth: Int = 8
+    /// How long a trigger's lease lasts without renewal: an instance that dies is replaced
+    /// after at most this. Default 5 seconds.
+    public var leaseDuration: Duration = .seconds(5)
+    /// How often the lease holder renews, and how often others try to take it. Default 1 second.
+    public var leaseRenewal: Duration = .seconds(1)
+    /// Events read per batch. Default 100.
+    public var batchSize: Int = 100
+    /// How long to wait for new events before looking again without a notification. Default 1 second.
+    public var pollInterval: Duration = .seconds(1)
+
+    public init() {}
+}

@@ -1,0 +1,272 @@
+import CoreMetrics
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+import SyncProtocol
+import SyncStorage
+
+/// Runs an application's triggers: numbers committed events (the sequencer) and, for each
+/// trigger whose lease this instance holds, hands its events to the handler.
+///
+/// Every instance runs the sequencer (its passes serialize in the database) and competes for
+/// each trigger's lease; the holder renews it every ``TriggerConfiguration/leaseRenewal`` and
+/// another instance takes over at most ``TriggerConfiguration/leaseDuration`` after it stops.
+/// Each handling transaction checks the lease before it commits, so an instance that lost its
+/// lease cannot commit an event twice.
+public final class TriggerService: Service, Sendable {
+    public let triggers: [Trigger]
+    let store: ObjectStore
+    let configuration: TriggerConfiguration
+    let instance: String
+    let logger: Logger
+    let metrics: TriggerMetrics
+    let sequencerSignal = WakeSignal()
+    let runnerSignals: [String: WakeSignal]
+
+    /// - Parameters:
+    ///   - instance: this server instance's name, recorded as the lease holder.
+    ///   - metricsFactory: where per-trigger lag and failures are reported.
+    public init(
+        store: ObjectStore, triggers: [Trigger], configuration: TriggerConfiguration = .init(), instance: String,
+        metricsFactory: any MetricsFactory, logger: Logger
+    ) {
+        self.store = store
+        self.triggers = triggers
+        self.configuration = configuration
+        self.instance = instance
+        self.logger = logger
+        self.metrics = TriggerMetrics(factory: metricsFactory)
+        self.runnerSignals = Dictionary(uniqueKeysWithValues: triggers.map { ($0.name, WakeSignal()) })
+    }
+
+    /// A notification arrived: `events` (new events were committed) or `seq:<n>` (events were
+    /// numbered).
+    public func notified(_ payload: String) {
+        if payload == "events" {
+            sequencerSignal.signal()
+        } else if payload.hasPrefix("seq:") {
+            for signal in runnerSignals.values { signal.signal() }
+        }
+    }
+
+    public func run() async throws {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.runSequencer() }
+            for trigger in triggers {
+                group.addTask { await self.run(trigger) }
+            }
+        }
+    }
+
+    private var isStopping: Bool { Task.isCancelled || Task.isShuttingDownGracefully }
+
+    // MARK: The sequencer
+
+    private func runSequencer() async {
+        let log = EventLog(store: store)
+        while !isStopping {
+            do {
+                var numbered = false
+                while let _ = try await log.sequence() { numbered = true }
+                if numbered { for signal in runnerSignals.values { signal.signal() } }
+            } catch {
+                if isStopping { return }
+                logger.warning("sequencing events failed", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
+            }
+            await sequencerSignal.wait(timeout: configuration.pollInterval)
+        }
+    }
+
+    // MARK: Running one trigger
+
+    private func run(_ trigger: Trigger) async {
+        let ledger = TriggerLedger(store: store)
+        let signal = runnerSignals[trigger.name]!
+        var runner = Runner(trigger: trigger, service: self, ledger: ledger)
+        while !isStopping {
+            do {
+                try await ledger.register(trigger.name)
+                break
+            } catch {
+                logger.warning("registering a trigger failed", metadata: ["trigger": "\(trigger.name)", "error": "\(error)"])
+                try? await Task.sleep(for: configuration.leaseRenewal)
+            }
+        }
+        while !isStopping {
+            do {
+                guard try await runner.holdLease() else {
+                    await signal.wait(timeout: configuration.leaseRenewal)
+                    continue
+                }
+                let events = try await EventLog(store: store).events(after: runner.position, limit: configuration.batchSize)
+                metrics.lag(trigger.name, events: events.isEmpty ? 0 : Int(events.last!.position - runner.position))
+                if events.isEmpty {
+                    await signal.wait(timeout: configuration.pollInterval)
+                    continue
+                }
+                try await runner.handle(events)
+            } catch let error as TriggerError where error.code == .leaseLost {
+                logger.notice("trigger lease lost", metadata: ["trigger": "\(trigger.name)"])
+                runner.dropLease()
+            } catch {
+                if isStopping { break }
+                logger.warning("trigger loop failed", metadata: ["trigger": "\(trigger.name)", "error": "\(String(reflecting: error).prefix(300))"])
+                try? await Task.sleep(for: configuration.leaseRenewal)
+            }
+        }
+        if runner.holding {
+            try? await ledger.releaseLease(trigger.name, holder: instance)
+        }
+    }
+
+    /// One trigger's loop state on this instance.
+    struct Runner {
+        let trigger: Trigger
+        let service: TriggerService
+        let ledger: TriggerLedger
+        var position: Int64 = 0
+        var holding = false
+        var renewed = ContinuousClock.now - .seconds(3600)
+
+        var name: String { trigger.name }
+        var configuration: TriggerConfiguration { service.configuration }
+
+        /// Takes or renews the lease when due; whether this instance holds it.
+        mutating func holdLease() async throws -> Bool {
+            if holding, ContinuousClock.now - renewed < configuration.leaseRenewal { return true }
+            let position = try await ledger.acquireLease(name, holder: service.instance, duration: configuration.leaseDuration)
+            if let position {
+                if !holding { service.logger.info("trigger lease taken", metadata: ["trigger": "\(name)", "position": "\(position)"]) }
+                self.position = max(self.position, position)
+                if !holding { self.position = position }
+                holding = true
+                renewed = .now
+            } else {
+                holding = false
+            }
+            return holding
+        }
+
+        mutating func dropLease() {
+            holding = false
+            renewed = .now - .seconds(3600)
+        }
+
+        /// Handles a batch of events in order (or concurrently), advancing the position.
+        mutating func handle(_ events: [ChangeEvent]) async throws {
+            switch trigger.mode {
+            case .ordered:
+                var skipped: Int64?
+                for event in events {
+                    guard trigger.matches(event) else {
+                        skipped = event.position
+                        continue
+                    }
+                    if let through = skipped {
+                        try await advance(to: through)
+                        skipped = nil
+                    }
+                    guard try await holdLease() else { throw TriggerError(.leaseLost, "lease expired") }
+                    try await handleOne(event, concurrent: false)
+                    position = event.position
+                }
+                if let through = skipped { try await advance(to: through) }
+            case .concurrent(let maximum):
+                let matching = events.filter(trigger.matches)
+                let runner = self
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    var running = 0
+                    for event in matching {
+                        if running >= max(1, maximum) {
+                            try await group.next()
+                            running -= 1
+                        }
+                        group.addTask { try await runner.handleOne(event, concurrent: true) }
+                        running += 1
+                    }
+                    try await group.waitForAll()
+                }
+                try await advance(to: events.last!.position)
+                try await ledger.clearDone(name, through: events.last!.position)
+            }
+        }
+
+        /// Moves the position past events the trigger does not handle.
+        mutating func advance(to target: Int64) async throws {
+            let ledger = self.ledger
+            let name = self.name
+            let holder = service.instance
+            let advanced = try await ledger.advance(name, holder: holder, to: target)
+            guard advanced else { throw TriggerError(.leaseLost, "lease expired") }
+            position = target
+        }
+
+        /// Handles one event in a transaction that also records the progress, retrying with
+        /// backoff; after the last attempt the event is dead-lettered and the trigger goes on.
+        func handleOne(_ event: ChangeEvent, concurrent: Bool) async throws {
+            let service = self.service
+            let ledger = self.ledger
+            let trigger = self.trigger
+            let holder = service.instance
+            let position = self.position
+            if event.depth >= configuration.maximumDepth {
+                let error = TriggerError(.depthExceeded, "event at depth \(event.depth) reached the limit of \(configuration.maximumDepth): a cycle of triggers?")
+                try await deadLetter(event, attempts: 0, error: error, concurrent: concurrent)
+                return
+            }
+            var attempt = 1
+            while true {
+                do {
+                    try await service.store.withWriteTransaction(author: "trigger:\(trigger.name)", depth: event.depth + 1) { transaction in
+                        if concurrent {
+                            guard try await ledger.markDone(trigger.name, position: event.position, on: transaction.connection) else { return }
+                        }
+                        var logger = service.logger
+                        logger[metadataKey: "trigger"] = "\(trigger.name)"
+                        logger[metadataKey: "event"] = "\(event.position)"
+                        try await trigger.handler(event, TriggerContext(transaction: transaction, logger: logger, trigger: trigger.name))
+                        let target = concurrent ? position : event.position
+                        guard try await ledger.advance(trigger.name, holder: holder, to: target, on: transaction.connection) else {
+                            throw TriggerError(.leaseLost, "lease expired")
+                        }
+                    }
+                    service.metrics.handled(trigger.name, delay: Date().timeIntervalSince(event.created))
+                    return
+                } catch let error as TriggerError where error.code == .leaseLost {
+                    throw error
+                } catch {
+                    service.metrics.failed(trigger.name)
+                    let text = String(describing: error)
+                    service.logger.warning(
+                        "trigger handler failed",
+                        metadata: ["trigger": "\(trigger.name)", "event": "\(event.position)", "attempt": "\(attempt)", "error": "\(text.prefix(300))"])
+                    if attempt >= trigger.retry.attempts {
+                        try await deadLetter(event, attempts: attempt, error: TriggerError(.handlerFailed, text), concurrent: concurrent)
+                        return
+                    }
+                    try await Task.sleep(for: trigger.retry.backoff(afterAttempt: attempt))
+                    attempt += 1
+                }
+            }
+        }
+
+        private func deadLetter(_ event: ChangeEvent, attempts: Int, error: TriggerError, concurrent: Bool) async throws {
+            let ledger = self.ledger
+            let name = self.name
+            let holder = service.instance
+            let target = concurrent ? position : event.position
+            try await service.store.withWriteTransaction(author: "trigger:\(name)") { transaction in
+                if concurrent {
+                    guard try await ledger.markDone(name, position: event.position, on: transaction.connection) else { return }
+                }
+                try await ledger.deadLetter(name, position: event.position, attempts: attempts, error: error.description, on: transaction.connection)
+                guard try await ledger.advance(name, holder: holder, to: target, on: transaction.connection) else {
+                    throw TriggerError(.leaseLost, "lease expired")
+                }
+            }
+            service.metrics.deadLettered(name)
+            service.logger.error("event dead-lettered", metadata: ["trigger": "\(name)", "event": "\(event.position)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Synchronization
+
+/// Wakes one waiting task, or the next one to wait; a wait gives up after a timeout. (An
+/// AsyncStream cannot serve: cancelling a timed-out read of it ends the stream.)
+final class WakeSignal: Sendable {
+    private struct State {
+        var pending = false
+        var waiter: (id: Int, continuation: CheckedContinuation<Void, Never>)?
+        var nextID = 0
+    }
+
+    private let state = Mutex(State())
+
+    func signal() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.pending = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter.continuation
+        }
+        waiter?.resume()
+    }
+
+    /// Returns when signalled (also if signalled since the last wait), after `timeout`, or
+    /// when the task is cancelled.
+    func wait(timeout: Duration) async {
+        let id = state.withLock { state -> Int in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Bool in
+                    if state.pending {
+                        state.pending = false
+                        return true
+                    }
+                    state.waiter = (id, continuation)
+                    return false
+                }
+                if ready {
+                    continuation.resume()
+                    return
+                }
+                Task { [weak self] in
+                    try? await Task.sleep(for: timeout)
+                    self?.expire(id)
+                }
+            }
+        } onCancel: {
+            expire(id)
+        }
+    }
+
+    private func expire(_ id: Int) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter, waiter.id == id else { return nil }
+            state.waiter = nil
+            return waiter.continuation
+        }
+        waiter?.resume()
+    }
+}
