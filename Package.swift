@@ -130,6 +130,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "SyncTriggersTests",
+            dependencies: [
+                "SyncTriggers", "SyncTesting", "SyncStorage", "SyncProtocol",
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "SyncServerTests",
             dependencies: [
                 "SyncServer", "SyncTesting", "SyncStorage", "SyncProtocol",

@@ -1,0 +1,74 @@
+import Foundation
+import Logging
+import SyncStorage
+
+/// Inspects triggers and replays dead letters: behind `psync triggers …` and the admin HTTP
+/// endpoints.
+public struct TriggerAdmin: Sendable {
+    /// A trigger's progress against the event log.
+    public struct Report: Sendable, Hashable {
+        public var name: String
+        public var position: Int64
+        /// Events numbered but not yet passed by the trigger.
+        public var lag: Int64
+        public var leaseHolder: String?
+        public var deadLetters: Int
+    }
+
+    let store: ObjectStore
+    let triggers: [Trigger]
+    let logger: Logger
+
+    public init(store: ObjectStore, triggers: [Trigger], logger: Logger) {
+        self.store = store
+        self.triggers = triggers
+        self.logger = logger
+    }
+
+    var ledger: TriggerLedger { TriggerLedger(store: store) }
+
+    /// Every known trigger's position, lag, lease holder and open dead letters.
+    public func reports() async throws -> [Report] {
+        let head = try await EventLog(store: store).head()
+        let letters = try await ledger.deadLetters()
+        return try await ledger.statuses().map { status in
+            Report(
+                name: status.name, position: status.position, lag: max(0, head - status.position),
+                leaseHolder: status.leaseExpires.map { $0 > .now } == true ? status.leaseHolder : nil,
+                deadLetters: letters.filter { $0.trigger == status.name }.count)
+        }
+    }
+
+    /// Dead letters not yet replayed, newest first.
+    public func deadLetters(trigger: String? = nil) async throws -> [TriggerLedger.DeadLetter] {
+        try await ledger.deadLetters(trigger: trigger)
+    }
+
+    /// Replays a dead letter through its trigger's handler, once: the handler's writes and
+    /// the dead letter's `retried` mark commit together. A handler that fails again leaves the
+    /// dead letter open with the new error, and the error is thrown.
+    public func retry(_ id: Int64) async throws {
+        guard let letter = try await ledger.deadLetters(includeRetried: true).first(where: { $0.id == id }), letter.retried == nil else {
+            throw TriggerError(.notFound, "no open dead letter \(id)")
+        }
+        guard let trigger = triggers.first(where: { $0.name == letter.trigger }) else {
+            throw TriggerError(.notFound, "dead letter \(id) belongs to trigger '\(letter.trigger)', which this build does not have")
+        }
+        guard let event = try await EventLog(store: store).event(at: letter.position) else {
+            throw TriggerError(.notFound, "event \(letter.position) of dead letter \(id) is gone")
+        }
+        let ledger = self.ledger
+        let logger = self.logger
+        do {
+            try await store.withWriteTransaction(author: "trigger:\(trigger.name)", depth: event.depth + 1) { transaction in
+                guard try await ledger.markRetried(id, on: transaction.connection) else { return }
+                try await trigger.handler(event, TriggerContext(transaction: transaction, logger: logger, trigger: trigger.name))
+            }
+        } catch {
+            try await store.withWriteTransaction(author: "trigger:\(trigger.name)") { transaction in
+                try await ledger.deadLetter(trigger.name, position: event.position, attempts: letter.attempts + 1, error: "\(error)", on: transaction.connection)
+            }
+            throw error
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import PostgresNIO
+import SyncProtocol
+import SyncStorage
+import SyncTesting
+import SyncTriggers
+import Testing
+
+@Suite("Change events", .timeLimit(.minutes(2)))
+struct EventLogTests {
+    @Test("an event holds the operation, documents before and after, changed and removed fields, author")
+    func eventContents() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let room = partition("conversation=c-1")
+            let doc = key("Doc", "d")
+            try await store.upload(Upload(partition: room, operations: [.put(doc, body: ["a": 1, "nested": ["x": 1, "y": 2], "gone": true])], principal: "u1"))
+            try await store.upload(Upload(partition: room, operations: [.set(doc, path: path("nested.x"), value: 5), .unset(doc, path: path("gone"))], principal: "u2"))
+            try await store.upload(Upload(partition: room, operations: [.put(doc, body: ["a": 2])], principal: "u2"))
+            try await store.upload(Upload(partition: room, operations: [.delete(doc)], principal: "u3"))
+            let log = EventLog(store: store)
+            #expect(try await log.sequence() == 4)
+            let events = try await log.events(after: 0, limit: 10)
+            #expect(events.map(\.position) == [1, 2, 3, 4])
+            #expect(events.map(\.operation) == [.insert, .update, .replace, .delete])
+            #expect(events.map(\.author) == ["u1", "u2", "u2", "u3"])
+            #expect(events.allSatisfy { $0.key == doc && $0.partition == room && $0.kind == .object && $0.depth == 0 })
+            #expect(events.map(\.version) == [1, 2, 3, 4])
+            #expect(events[0].before == nil)
+            #expect(events[0].after?["a"] == 1)
+            #expect(events[1].changedFields == ["nested.x"])
+            #expect(events[1].removedFields == ["gone"])
+            #expect(events[1].before?["nested"] == ["x": 1, "y": 2])
+            #expect(events[1].after?["nested"] == ["x": 5, "y": 2])
+            #expect(events[2].changedFields == ["a"])
+            #expect(events[3].after == nil)
+            #expect(events[3].before?["a"] == 2)
+        }
+    }
+
+    @Test("a rolled-back upload leaves no event; an upload that changes nothing leaves none")
+    func noInventedEvents() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let room = partition("conversation=c-1")
+            _ = try? await store.upload(Upload(partition: room, operations: [.put(key("Doc", "a"), body: [:]), .set(key("Doc", "none"), path: path("x"), value: 1)], principal: "u"))
+            try await store.upload(Upload(partition: room, operations: [.put(key("Doc", "b"), body: ["v": 1])], principal: "u"))
+            try await store.upload(Upload(partition: room, operations: [.set(key("Doc", "b"), path: path("v"), value: 1)], principal: "u"))
+            let log = EventLog(store: store)
+            try await log.sequence()
+            let events = try await log.events(after: 0, limit: 10)
+            #expect(events.map(\.key) == [key("Doc", "b")])
+        }
+    }
+
+    @Test("concurrent multi-partition writers: numbers are gapless and each partition's events follow its commit order")
+    func ordering() async throws {
+        try await TestDatabase.with(maximumConnections: 12) { db in
+            let store = db.store()
+            let rooms = (0..<4).map { partition("room=r\($0)") }
+            let written = try await withThrowingTaskGroup(of: Int.self) { group in
+                for writer in 0..<8 {
+                    group.addTask {
+                        var random = SystemRandomNumberGenerator()
+                        var count = 0
+                        for step in 0..<60 {
+                            // Each transaction writes two or three rooms, like a trigger fanning out.
+                            let chosen = rooms.shuffled(using: &random).prefix(Int.random(in: 2...3, using: &random))
+                            var operations: [Partition: [SyncOperation]] = [:]
+                            for room in chosen {
+                                operations[room] = [.put(key("Doc", "\(room.value)-\(step % 5)"), body: ["w": .int(Int64(writer)), "s": .int(Int64(step))])]
+                            }
+                            try await store.withWriteTransaction(author: "w\(writer)") { transaction in
+                                try await transaction.apply(operations)
+                            }
+                            count += operations.count
+                        }
+                        return count
+                    }
+                    group.addTask {
+                        // Sequence while writers run, so passes interleave with commits.
+                        for _ in 0..<20 {
+                            try await EventLog(store: store).sequence(limit: 50)
+                            try await Task.sleep(for: .milliseconds(5))
+                        }
+                        return 0
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            let log = EventLog(store: store)
+            while try await log.sequence() != nil {}
+            let events = try await log.events(after: 0, limit: 100_000)
+            #expect(events.map(\.position) == Array(1...Int64(events.count)))
+            for room in rooms {
+                let versions = events.filter { $0.partition == room }.compactMap(\.version)
+                #expect(zip(versions, versions.dropFirst()).allSatisfy { $0 < $1 }, "\(room) out of commit order")
+            }
+            #expect(events.count == written)
+            let objectChanges = try await db.client.query("SELECT count(*) FROM psync_events WHERE seq IS NULL")
+            for try await unsequenced in objectChanges.decode(Int.self) { #expect(unsequenced == 0) }
+        }
+    }
+}

@@ -1,0 +1,195 @@
+import Synchronization
+import SyncProtocol
+import SyncStorage
+import SyncTesting
+import SyncTriggers
+import Testing
+
+/// Counts calls across tasks.
+final class Calls: Sendable {
+    private let count = Mutex(0)
+    func next() -> Int { count.withLock { $0 += 1; return $0 } }
+    var total: Int { count.withLock { $0 } }
+}
+
+@Suite("Triggers", .timeLimit(.minutes(3)))
+struct TriggerTests {
+    let room = partition("room=r1")
+    let tally = partition("tally=all")
+
+    /// A trigger that counts each inserted Message in a Tally object, through the context.
+    func counting(name: String = "count", mode: Trigger.Mode = .ordered, calls: Calls? = nil, failFirst: Int = 0) -> Trigger {
+        Trigger(name: name, collections: ["Message"], operations: [.insert], mode: mode, retry: .init(attempts: 4, initialBackoff: .milliseconds(10))) { event, context in
+            let call = calls?.next() ?? failFirst + 1
+            try await context.apply([.put(key("Tally", "t"), body: [:]), .increment(key("Tally", "t"), path: path("messages"), by: 1),
+                                     .arrayAppend(key("Tally", "t"), path: path("seen"), value: .int(event.position))], in: partition("tally=all"))
+            if call <= failFirst { throw SyncError(.internal, "failing on purpose (call \(call))") }
+        }
+    }
+
+    func tallyBody(_ store: ObjectStore) async throws -> [String: JSONValue]? {
+        try await store.body(of: key("Tally", "t"))
+    }
+
+    @Test("each matching event is handled once, in order; other events are passed over")
+    func orderedExactlyOnce() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let service = TriggerHarness.service(store, [counting()])
+            try await TriggerHarness.running([service]) {
+                for n in 0..<30 {
+                    try await store.upload(Upload(partition: room, operations: [.put(key("Message", "m\(n)"), body: ["n": .int(Int64(n))]), .put(key("Other", "o\(n)"), body: [:])], principal: "u"))
+                    if n % 3 == 0 { try await store.upload(Upload(partition: room, operations: [.set(key("Message", "m\(n)"), path: path("edited"), value: true)], principal: "u")) }
+                }
+                #expect(try await TriggerHarness.eventually { try await tallyBody(store)?["messages"] == 30 })
+                let seen = try await tallyBody(store)?["seen"]?.arrayValue?.compactMap(\.intValue) ?? []
+                #expect(seen == seen.sorted())
+                #expect(seen.count == 30)
+                // Position passes the last event, including events the trigger does not handle.
+                let head = try await EventLog(store: store).head()
+                #expect(try await TriggerHarness.eventually { try await TriggerLedger(store: store).statuses().first?.position == head })
+            }
+        }
+    }
+
+    @Test("a failing handler is retried with backoff and its failed attempts leave no writes")
+    func retries() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let calls = Calls()
+            let service = TriggerHarness.service(store, [counting(calls: calls, failFirst: 2)])
+            try await TriggerHarness.running([service]) {
+                try await store.upload(Upload(partition: room, operations: [.put(key("Message", "m"), body: [:])], principal: "u"))
+                #expect(try await TriggerHarness.eventually { try await tallyBody(store)?["messages"] == 1 })
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(calls.total == 3)
+                #expect(try await tallyBody(store)?["messages"] == 1)
+                #expect(try await TriggerLedger(store: store).deadLetters().isEmpty)
+            }
+        }
+    }
+
+    @Test("after its attempts an event is dead-lettered, the trigger goes on, and a retry replays it once")
+    func deadLetterAndRetry() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let poison = Trigger(name: "poison", collections: ["Message"], retry: .init(attempts: 3, initialBackoff: .milliseconds(5))) { event, context in
+                if event.after?["poison"] == true, try await context.body(of: key("Switch", "fixed")) == nil {
+                    throw SyncError(.validationFailed, "poisoned message")
+                }
+                try await context.apply([.put(key("Tally", "t"), body: [:]), .increment(key("Tally", "t"), path: path("messages"), by: 1)], in: partition("tally=all"))
+            }
+            let service = TriggerHarness.service(store, [poison])
+            try await TriggerHarness.running([service]) {
+                try await store.upload(Upload(partition: room, operations: [.put(key("Message", "bad"), body: ["poison": true])], principal: "u"))
+                try await store.upload(Upload(partition: room, operations: [.put(key("Message", "good"), body: [:])], principal: "u"))
+                #expect(try await TriggerHarness.eventually { try await tallyBody(store)?["messages"] == 1 })
+                let letters = try await TriggerLedger(store: store).deadLetters()
+                #expect(letters.count == 1)
+                #expect(letters.first?.attempts == 3)
+                #expect(letters.first?.error.contains("poisoned message") == true)
+                let admin = TriggerAdmin(store: store, triggers: [poison], logger: db.logger)
+                // Still broken: the retry fails and the letter stays open.
+                await #expect(throws: (any Error).self) { try await admin.retry(letters[0].id) }
+                #expect(try await admin.deadLetters().count == 1)
+                try await store.upload(Upload(partition: partition("switch=s"), operations: [.put(key("Switch", "fixed"), body: [:])], principal: "ops"))
+                try await admin.retry(letters[0].id)
+                #expect(try await tallyBody(store)?["messages"] == 2)
+                #expect(try await admin.deadLetters().isEmpty)
+                await #expect(throws: TriggerError.self) { try await admin.retry(letters[0].id) }
+                #expect(try await tallyBody(store)?["messages"] == 2)
+                let report = try await admin.reports().first
+                #expect(report?.name == "poison")
+                #expect(report?.deadLetters == 0)
+            }
+        }
+    }
+
+    @Test("a cycle of triggers stops at the depth limit with a dead letter")
+    func cycle() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            // Every Ping write writes the Ping again: an endless loop without the limit.
+            let loop = Trigger(name: "loop", collections: ["Ping"]) { event, context in
+                try await context.apply([.increment(event.key!, path: path("hops"), by: 1)], in: event.partition!)
+            }
+            var configuration = TriggerHarness.fastConfiguration
+            configuration.maximumDepth = 5
+            let service = TriggerHarness.service(store, [loop], configuration: configuration)
+            try await TriggerHarness.running([service]) {
+                try await store.upload(Upload(partition: room, operations: [.put(key("Ping", "p"), body: ["hops": 0])], principal: "u"))
+                #expect(try await TriggerHarness.eventually { try await !TriggerLedger(store: store).deadLetters().isEmpty })
+                let letter = try #require(try await TriggerLedger(store: store).deadLetters().first)
+                #expect(letter.error.hasPrefix("trigger_depth_exceeded"))
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(try await store.body(of: key("Ping", "p"))?["hops"] == 5)
+            }
+        }
+    }
+
+    @Test("with two instances the trigger runs on one, and the other takes over when it stops")
+    func leaseTakeover() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let first = TriggerHarness.service(store, [counting()], instance: "first")
+            let second = TriggerHarness.service(store, [counting()], instance: "second")
+            try await TriggerHarness.running([second]) {
+                try await TriggerHarness.running([first]) {
+                    for n in 0..<10 {
+                        try await store.upload(Upload(partition: room, operations: [.put(key("Message", "a\(n)"), body: [:])], principal: "u"))
+                    }
+                    #expect(try await TriggerHarness.eventually { try await tallyBody(store)?["messages"] == 10 })
+                    let holder = try await TriggerLedger(store: store).statuses().first?.leaseHolder
+                    #expect(holder == "first" || holder == "second")
+                }
+                // `first` has stopped (and released its lease if it held it); `second` handles the rest.
+                let clock = ContinuousClock()
+                let stopped = clock.now
+                for n in 0..<10 {
+                    try await store.upload(Upload(partition: room, operations: [.put(key("Message", "b\(n)"), body: [:])], principal: "u"))
+                }
+                #expect(try await TriggerHarness.eventually { try await tallyBody(store)?["messages"] == 20 })
+                #expect(clock.now - stopped < .seconds(5))
+                #expect(try await TriggerLedger(store: store).statuses().first?.leaseHolder == "second")
+                let seen = try await tallyBody(store)?["seen"]?.arrayValue ?? []
+                #expect(seen.count == Set(seen).count, "an event was handled twice")
+            }
+        }
+    }
+
+    @Test("a lease held by an instance that died is taken over once it expires")
+    func expiredLease() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            try await TriggerLedger(store: store).register("count")
+            // An instance that took the lease and died without releasing it.
+            #expect(try await TriggerLedger(store: store).acquireLease("count", holder: "dead", duration: .seconds(2)) != nil)
+            let clock = ContinuousClock()
+            let started = clock.now
+            let service = TriggerHarness.service(store, [counting()], instance: "survivor")
+            try await TriggerHarness.running([service]) {
+                try await store.upload(Upload(partition: room, operations: [.put(key("Message", "m"), body: [:])], principal: "u"))
+                #expect(try await TriggerHarness.eventually { try await tallyBody(store)?["messages"] == 1 })
+                let waited = clock.now - started
+                #expect(waited > .seconds(1), "took the lease before it expired")
+                #expect(try await TriggerLedger(store: store).statuses().first?.leaseHolder == "survivor")
+            }
+        }
+    }
+
+    @Test("concurrent mode handles every event exactly once")
+    func concurrentMode() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let service = TriggerHarness.service(store, [counting(mode: .concurrent(maximum: 4))])
+            try await TriggerHarness.running([service]) {
+                for n in 0..<40 {
+                    try await store.upload(Upload(partition: room, operations: [.put(key("Message", "m\(n)"), body: [:])], principal: "u"))
+                }
+                #expect(try await TriggerHarness.eventually { try await tallyBody(store)?["messages"] == 40 })
+                let seen = try await tallyBody(store)?["seen"]?.arrayValue ?? []
+                #expect(Set(seen).count == 40)
+            }
+        }
+    }
+}
