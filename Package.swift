@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "EmbeddedPostgres", targets: ["EmbeddedPostgres"]),
         .library(name: "SyncTriggers", targets: ["SyncTriggers"]),
         .library(name: "SyncServer", targets: ["SyncServer"]),
+        .library(name: "RChatModel", targets: ["RChatModel"]),
+        .library(name: "RChat", targets: ["RChat"]),
         .library(name: "SyncTesting", targets: ["SyncTesting"]),
     ],
     dependencies: [
@@ -92,6 +94,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // RChat's data model, for the server and for clients alike.
+        .target(
+            name: "RChatModel",
+            dependencies: ["SyncProtocol"],
+            swiftSettings: swiftSettings
+        ),
+        // The RChat back end: the reference application, kept out of the engine's modules.
+        .target(
+            name: "RChat",
+            dependencies: ["RChatModel", "SyncProtocol", "SyncStorage", "SyncServer", "SyncTriggers"],
+            swiftSettings: swiftSettings
+        ),
         // The harness every test suite uses: one embedded cluster per process, a database per test.
         .target(
             name: "SyncTesting",
@@ -110,6 +124,8 @@ let package = Package(
             dependencies: [
                 "SyncStorage",
                 "SyncServer",
+                "SyncTriggers",
+                "RChat",
                 "EmbeddedPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -137,6 +153,14 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RChatTests",
+            dependencies: [
+                "RChat", "SyncServer", "SyncTriggers", "SyncTesting", "SyncStorage", "SyncProtocol",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import SyncProtocol
 import SyncStorage
+import SyncTriggers
 
 /// The HTTP endpoints: authentication, pull and upload for clients without a WebSocket,
 /// health, readiness and metrics (docs/PROTOCOL.md, docs/openapi.yaml).
@@ -13,6 +14,9 @@ struct HTTPRoutes: Sendable {
     let uploads: UploadService
     let metrics: ServerMetrics
     let readiness: Readiness
+    let triggers: TriggerAdmin
+    /// Service names whose API keys may use the admin endpoints.
+    let adminServices: Set<String>
 
     func add(to router: Router<SyncRequestContext>) {
         router.get("health") { _, _ in Response.json(["status": "ok"]) }
@@ -43,6 +47,43 @@ struct HTTPRoutes: Sendable {
         }
         authGroup.post("logout") { request, _ in
             try await self.auth.logout(try await self.refreshToken(request))
+            return Response(status: .noContent)
+        }
+        let admin = router.group("v1/admin")
+        admin.get("triggers") { request, _ in
+            try await self.requireAdmin(request)
+            let reports = try await self.triggers.reports()
+            return Response.json(.array(reports.map { report in
+                [
+                    "name": .string(report.name), "position": .int(report.position), "lag": .int(report.lag),
+                    "leaseHolder": report.leaseHolder.map(JSONValue.string) ?? .null, "deadLetters": .int(Int64(report.deadLetters)),
+                ]
+            }))
+        }
+        admin.get("dead-letters") { request, _ in
+            try await self.requireAdmin(request)
+            let trigger = request.uri.queryParameters["trigger"].map(String.init)
+            let letters = try await self.triggers.deadLetters(trigger: trigger)
+            return Response.json(.array(letters.map { letter in
+                [
+                    "id": .int(letter.id), "trigger": .string(letter.trigger), "position": .int(letter.position),
+                    "attempts": .int(Int64(letter.attempts)), "error": .string(letter.error),
+                    "created": .string(JSONValue.iso8601(letter.created)),
+                ]
+            }))
+        }
+        admin.post("dead-letters/:id/retry") { request, context in
+            try await self.requireAdmin(request)
+            guard let id = context.parameters.get("id").flatMap(Int64.init) else { throw SyncError(.badRequest, "a dead letter id is a number") }
+            do {
+                try await self.triggers.retry(id)
+            } catch let error as TriggerError where error.code == .notFound {
+                throw SyncError(.notFound, error.message)
+            } catch let error as SyncError {
+                throw error
+            } catch {
+                throw SyncError(.validationFailed, "the handler failed again; the dead letter stays open")
+            }
             return Response(status: .noContent)
         }
         let partitions = router.group("v1/partitions")
@@ -102,6 +143,12 @@ struct HTTPRoutes: Sendable {
     }
 
     // MARK: Helpers
+
+    private func requireAdmin(_ request: Request) async throws {
+        guard case .service(let name) = try await authenticate(request), adminServices.contains(name) else {
+            throw SyncError(.permissionDenied, "the admin endpoints take an admin API key")
+        }
+    }
 
     private func authenticate(_ request: Request) async throws -> Principal {
         guard let credential = request.bearerCredential else {

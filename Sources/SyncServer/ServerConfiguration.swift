@@ -19,6 +19,8 @@ public struct ServerConfiguration: Sendable {
     /// How long an instance's presence rows live without renewal: when an instance dies, its
     /// users' sessions count as closed after at most this. Default 15 seconds.
     public var presenceLease: Duration = .seconds(15)
+    /// Service names whose API keys may use the admin endpoints (`/v1/admin/…`). Default `admin`.
+    public var adminServices: Set<String> = ["admin"]
     /// Connections in the PostgreSQL pool. Default 20.
     public var databasePoolSize: Int = 20
     /// Name reported in logs and the `server` header. Default `psync`.

@@ -122,8 +122,11 @@ public final class SyncServer: Service, Sendable {
 
         let router = Router(context: SyncRequestContext.self)
         router.add(middleware: ErrorMiddleware(metrics: metrics))
-        HTTPRoutes(store: store, auth: auth, permissions: permissions, uploads: uploads, metrics: metrics, readiness: readiness)
-            .add(to: router)
+        HTTPRoutes(
+            store: store, auth: auth, permissions: permissions, uploads: uploads, metrics: metrics, readiness: readiness,
+            triggers: TriggerAdmin(store: store, triggers: application.triggers, logger: logger),
+            adminServices: configuration.adminServices
+        ).add(to: router)
 
         let webSocketRouter = Router(context: SyncRequestContext.self)
         webSocketRouter.add(middleware: ErrorMiddleware(metrics: metrics))

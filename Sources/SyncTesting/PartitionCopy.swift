@@ -45,3 +45,26 @@ extension TestSyncClient {
         }
     }
 }
+
+extension TestSyncClient {
+    /// Applies batches of `partition` to `copy` until `condition` holds (checked after each
+    /// batch and at once); other messages are returned.
+    @discardableResult
+    public func sync(
+        _ partition: Partition, into copy: inout PartitionCopy, timeout: Duration = .seconds(20), until condition: (PartitionCopy) -> Bool
+    ) async throws -> [ServerMessage] {
+        var others: [ServerMessage] = []
+        let deadline = ContinuousClock.now + timeout
+        while !condition(copy) {
+            let remaining = deadline - ContinuousClock.now
+            guard remaining > .zero else { throw TestTimeout(what: "a condition on \(partition)") }
+            let message = try await next(timeout: remaining)
+            if case .changes(let batch) = message, batch.partition == partition {
+                copy.apply(batch)
+            } else {
+                others.append(message)
+            }
+        }
+        return others
+    }
+}

@@ -1,19 +1,10 @@
-import Logging
+import RChat
 import SyncServer
-import SyncStorage
 
-/// The application `psync serve` serves: its permission rules and hooks.
+/// The application `psync` serves and administers: the RChat back end.
 ///
-/// Until an application module is registered here, `user=<userId>` partitions belong to their
-/// user and every other key is denied.
-struct Application {
-    let server: SyncServer
-
-    static func make(configuration: ServerConfiguration, database: DatabaseURL, logger: Logger) -> Application {
-        var permissions = Permissions()
-        permissions.register(OwnerRule(), forKey: "user")
-        return Application(
-            server: SyncServer(
-                configuration: configuration, database: database, application: SyncApplication(permissions: permissions), logger: logger))
-    }
+/// Another application replaces `RChat.application` here with its own rules, triggers and
+/// indexes (see docs/TRIGGERS.md).
+enum Application {
+    static var current: SyncApplication { RChat.application }
 }

@@ -49,9 +49,8 @@ struct Serve: AsyncParsableCommand {
         configuration.auth.accessTokenLifetime = .seconds(accessTokenTTL)
         configuration.auth.bcryptCost = bcryptCost
         configuration.sessions.idleTimeout = .seconds(idleTimeout)
-        let application = Application.make(configuration: configuration, database: url, logger: logger)
-        let group = ServiceGroup(
-            services: [application.server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let server = SyncServer(configuration: configuration, database: url, application: Application.current, logger: logger)
+        let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {
             try await group.run()
             try await embedded?.stop()

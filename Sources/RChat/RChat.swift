@@ -1,0 +1,35 @@
+@_exported import RChatModel
+import SyncProtocol
+import SyncServer
+import SyncStorage
+
+/// The RChat back end: the reference application of PartitionSync, after the RChat article
+/// (Realm Sync): its data model, permission rules, validators and triggers.
+///
+/// ```swift
+/// let server = SyncServer(configuration: configuration, database: url, application: RChat.application, logger: logger)
+/// ```
+public enum RChat {
+    static var allUsers: Partition { RChatPartitions.allUsers }
+    static func userPartition(_ userID: String) -> Partition { RChatPartitions.user(userID) }
+    static func conversationPartition(_ conversationID: String) -> Partition { RChatPartitions.conversation(conversationID) }
+
+    /// Which collection lives under which partition key.
+    static let collections: [String: String] = ["user": User.collection, "conversation": ChatMessage.collection, "all-users": Chatster.collection]
+
+    /// The application to serve: rules, validators, triggers and indexes.
+    public static var application: SyncApplication {
+        var permissions = Permissions()
+        permissions.register(UserPartitionRule(), forKey: "user")
+        permissions.register(ConversationRule(), forKey: "conversation")
+        permissions.register(AllUsersRule(), forKey: "all-users")
+        permissions.add(RChatValidator())
+        return SyncApplication(
+            permissions: permissions,
+            triggers: RChatTriggers.all,
+            indexes: [
+                try! .field(collection: User.collection, path: "userName"),
+                try! .arrayContains(collection: User.collection, path: "conversations"),
+            ])
+    }
+}

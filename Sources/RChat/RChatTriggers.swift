@@ -1,0 +1,131 @@
+import Foundation
+import SyncProtocol
+import SyncStorage
+import SyncTriggers
+
+/// RChat's triggers: they keep the duplicated data of the RChat model consistent, as the
+/// article's Realm triggers did.
+public enum RChatTriggers {
+    public static var all: [Trigger] { [userRegistered, userDeleted, userChanged, unreadCounts, presence] }
+
+    static func userKey(_ id: String) -> ObjectKey { try! ObjectKey(collection: User.collection, id: id) }
+    static func chatsterKey(_ id: String) -> ObjectKey { try! ObjectKey(collection: Chatster.collection, id: id) }
+
+    /// A new account gets its User record and its Chatster.
+    public static let userRegistered = Trigger(name: "rchat.user-registered", kinds: [.user], operations: [.registered]) { event, context in
+        guard let userID = event.userID, let email = event.after?["email"]?.stringValue else { return }
+        let user = User(_id: userID, userName: email, userPreferences: UserPreferences(displayName: email))
+        guard var body = try JSONValue(encoding: user).objectValue else { return }
+        // The article's User starts with lastSeenAt null (JSONEncoder would leave it out).
+        body["lastSeenAt"] = .null
+        try await context.apply([
+            RChat.userPartition(userID): [.put(userKey(userID), body: body)],
+            RChat.allUsers: [.put(chatsterKey(userID), body: chatster(from: body))],
+        ])
+    }
+
+    /// A deleted account takes its User record and Chatster with it.
+    public static let userDeleted = Trigger(name: "rchat.user-deleted", kinds: [.user], operations: [.deleted]) { event, context in
+        guard let userID = event.userID else { return }
+        try await context.apply([
+            RChat.userPartition(userID): [.delete(userKey(userID))],
+            RChat.allUsers: [.delete(chatsterKey(userID))],
+        ])
+    }
+
+    /// Keeps the Chatster equal to the User record, and brings members added to a conversation
+    /// into it: the conversation is added to each pending member's User record (once) and the
+    /// member is marked active.
+    public static let userChanged = Trigger(name: "rchat.user-changed", collections: [User.collection]) { event, context in
+        guard let userID = event.key?.id else { return }
+        guard let user = event.after else {
+            try await context.apply([.delete(chatsterKey(userID))], in: RChat.allUsers)
+            return
+        }
+        try await context.apply([.put(chatsterKey(userID), body: chatster(from: user))], in: RChat.allUsers)
+        try await activatePendingMembers(of: userID, user, context)
+    }
+
+    /// Each new message raises the unread count of its conversation in every member's User
+    /// record, with a constant number of statements however many members there are.
+    public static let unreadCounts = Trigger(name: "rchat.unread-counts", collections: [ChatMessage.collection], operations: [.insert]) { event, context in
+        guard let partition = event.partition, partition.key == "conversation" else { return }
+        let conversation = partition.value
+        let members = try await context.find(User.collection, whereArray: "conversations", contains: ["id": .string(conversation)])
+        guard !members.isEmpty else { return }
+        let path = try Path(parsing: "conversations[id=\(conversation)].unreadCount")
+        var operations: [Partition: [SyncOperation]] = [:]
+        for member in members {
+            operations[member.partition, default: []].append(.increment(member.object.key, path: path, by: 1))
+        }
+        try await context.apply(operations)
+    }
+
+    /// A user's first session sets them On-Line, the last one closing Off-Line (with
+    /// `lastSeenAt`); a Hidden user stays Hidden. The Chatster follows through `userChanged`.
+    public static let presence = Trigger(name: "rchat.presence", kinds: [.session]) { event, context in
+        guard let userID = event.userID else { return }
+        let key = userKey(userID)
+        guard let user = try await context.body(of: key) else { return }
+        if user["presence"] == .string(Presence.hidden.rawValue) { return }
+        switch event.operation {
+        case .opened:
+            try await context.apply([.set(key, path: try Path(parsing: "presence"), value: .string(Presence.onLine.rawValue))], in: RChat.userPartition(userID))
+        case .closed:
+            try await context.apply([
+                .set(key, path: try Path(parsing: "presence"), value: .string(Presence.offLine.rawValue)),
+                .set(key, path: try Path(parsing: "lastSeenAt"), value: .string(JSONValue.iso8601(event.created))),
+            ], in: RChat.userPartition(userID))
+        default:
+            break
+        }
+    }
+
+    /// The Chatster body of a User body.
+    static func chatster(from user: [String: JSONValue]) -> [String: JSONValue] {
+        [
+            "userName": user["userName"] ?? .null,
+            "displayName": user["userPreferences"]?["displayName"] ?? .null,
+            "avatarImage": user["userPreferences"]?["avatarImage"] ?? .null,
+            "presence": user["presence"] ?? .string(Presence.offLine.rawValue),
+            "lastSeenAt": user["lastSeenAt"] ?? .null,
+        ]
+    }
+
+    /// For each conversation of `user` with pending members: gives each such member (that
+    /// exists) the conversation, and marks them active in both records. Idempotent.
+    static func activatePendingMembers(of userID: String, _ user: [String: JSONValue], _ context: TriggerContext) async throws {
+        let conversations = user["conversations"]?.arrayValue ?? []
+        var pending: [(conversation: [String: JSONValue], userName: String)] = []
+        for conversation in conversations {
+            guard let fields = conversation.objectValue else { continue }
+            for member in fields["members"]?.arrayValue ?? [] where member["membershipStatus"] == .string(MembershipStatus.pending.rawValue) {
+                if let name = member["userName"]?.stringValue, name != user["userName"]?.stringValue {
+                    pending.append((fields, name))
+                }
+            }
+        }
+        guard !pending.isEmpty else { return }
+        let found = try await context.find(User.collection, where: "userName", in: Array(Set(pending.map(\.userName))))
+        let byName = Dictionary(found.compactMap { entry in entry.object.body?["userName"]?.stringValue.map { ($0, entry) } }, uniquingKeysWith: { first, _ in first })
+        var operations: [Partition: [SyncOperation]] = [:]
+        let own = RChat.userPartition(userID)
+        for (conversation, name) in pending {
+            guard let member = byName[name], let id = conversation["id"]?.stringValue else { continue }
+            let memberConversations = member.object.body?["conversations"]?.arrayValue ?? []
+            if !memberConversations.contains(where: { $0["id"] == .string(id) }) {
+                var copy = conversation
+                copy["unreadCount"] = 0
+                copy["members"] = .array((conversation["members"]?.arrayValue ?? []).map { entry in
+                    guard entry["userName"] == .string(name), var fields = entry.objectValue else { return entry }
+                    fields["membershipStatus"] = .string(MembershipStatus.active.rawValue)
+                    return .object(fields)
+                })
+                operations[member.partition, default: []].append(.arrayAppend(member.object.key, path: try Path(parsing: "conversations"), value: .object(copy)))
+            }
+            let status = try Path(parsing: "conversations[id=\(id)].members[userName=\(name)].membershipStatus")
+            operations[own, default: []].append(.set(userKey(userID), path: status, value: .string(MembershipStatus.active.rawValue)))
+        }
+        try await context.apply(operations)
+    }
+}

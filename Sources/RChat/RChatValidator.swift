@@ -1,0 +1,52 @@
+import SyncProtocol
+import SyncServer
+import SyncStorage
+
+/// RChat's write validation, inside the upload transaction:
+/// - each partition key holds only its own collection (no ChatMessage in a user partition, no
+///   User in a conversation);
+/// - a ChatMessage's `author` is the writer's own userName, and only the author may change or
+///   delete a message;
+/// - a User record is created and deleted by the server only, and its owner cannot change its
+///   `userName` (`_id` and `partition` the engine already protects).
+struct RChatValidator: WriteValidator {
+    func validate(_ change: ObjectChange, in partition: Partition, by principal: Principal, context: ValidationContext) async throws {
+        guard case .user(let userID) = principal else { return }
+        let collection = change.key.collection
+        guard RChat.collections[partition.key] == collection else {
+            let home = RChat.collections.first { $0.value == collection }.map { " (\(collection) lives in \($0.key) partitions)" } ?? ""
+            throw SyncError(.validationFailed, "\(partition.key) partitions hold \(RChat.collections[partition.key] ?? "nothing"), not \(collection)\(home)")
+        }
+        switch collection {
+        case ChatMessage.collection:
+            let own = try await userName(of: userID, context)
+            if let author = change.before.body?["author"], author != .string(own) {
+                throw SyncError(.validationFailed, "only the author of a message may change or delete it")
+            }
+            if let after = change.after.body, after["author"] != .string(own) {
+                throw SyncError(.validationFailed, "a ChatMessage's author must be your own userName")
+            }
+        case User.collection:
+            switch (change.before, change.after) {
+            case (.live(let before), .live(let after)):
+                if before["userName"] != after["userName"] {
+                    throw SyncError(.validationFailed, "a User record's userName cannot be changed")
+                }
+            case (.live, _):
+                throw SyncError(.validationFailed, "a User record is deleted with the account, not by the client")
+            default:
+                throw SyncError(.validationFailed, "a User record is created by the server when the account is registered")
+            }
+        default:
+            break
+        }
+    }
+
+    private func userName(of userID: String, _ context: ValidationContext) async throws -> String {
+        let key = try ObjectKey(collection: User.collection, id: userID)
+        guard let name = try await context.transaction.load([key])[key]?.state.body?["userName"]?.stringValue else {
+            throw SyncError(.validationFailed, "your User record does not exist yet")
+        }
+        return name
+    }
+}

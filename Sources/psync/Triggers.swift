@@ -1,0 +1,76 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SyncServer
+import SyncStorage
+import SyncTriggers
+
+/// `psync triggers list|dead-letters|retry`: the state of the application's triggers.
+struct Triggers: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Inspect triggers and replay dead-lettered events.",
+        subcommands: [List.self, DeadLetters.self, Retry.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Each trigger's position, lag, lease holder and open dead letters.")
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            let logger = Logger(label: "psync")
+            let reports = try await database.withMigratedClient(logger: logger) { client in
+                try await TriggerAdmin(store: ObjectStore(client: client, logger: logger), triggers: Application.current.triggers, logger: logger).reports()
+            }
+            print("trigger\tposition\tlag\tlease holder\tdead letters")
+            for report in reports {
+                print("\(report.name)\t\(report.position)\t\(report.lag)\t\(report.leaseHolder ?? "-")\t\(report.deadLetters)")
+            }
+        }
+    }
+
+    struct DeadLetters: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "dead-letters", abstract: "List the events triggers gave up on.")
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "Only this trigger's.") var trigger: String?
+
+        func run() async throws {
+            let logger = Logger(label: "psync")
+            let letters = try await database.withMigratedClient(logger: logger) { client in
+                try await TriggerAdmin(store: ObjectStore(client: client, logger: logger), triggers: Application.current.triggers, logger: logger)
+                    .deadLetters(trigger: trigger)
+            }
+            print("id\ttrigger\tevent\tattempts\twhen\terror")
+            for letter in letters {
+                print("\(letter.id)\t\(letter.trigger)\t\(letter.position)\t\(letter.attempts)\t\(letter.created)\t\(letter.error)")
+            }
+        }
+    }
+
+    struct Retry: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Replay dead letters through their trigger, each once.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument(help: "Dead letter ids (see `psync triggers dead-letters`).") var ids: [Int64] = []
+        @Flag(help: "Replay every open dead letter.") var all = false
+
+        func run() async throws {
+            let logger = Logger(label: "psync")
+            let ids = self.ids
+            let all = self.all
+            let failures = try await database.withMigratedClient(logger: logger) { client in
+                let admin = TriggerAdmin(store: ObjectStore(client: client, logger: logger), triggers: Application.current.triggers, logger: logger)
+                let targets = all ? try await admin.deadLetters().map(\.id) : ids
+                var failures = 0
+                for id in targets {
+                    do {
+                        try await admin.retry(id)
+                        print("\(id): replayed")
+                    } catch {
+                        failures += 1
+                        print("\(id): failed again: \(error)")
+                    }
+                }
+                return failures
+            }
+            if failures > 0 { throw ExitCode(1) }
+        }
+    }
+}
