@@ -103,6 +103,8 @@ extension SyncSession {
         }
     }
 
+    /// Closes sessions that stay unauthenticated, outlive their token, or go idle. It only
+    /// queues the close frame; the writer sends it and ends the session.
     private func timerLoop() async {
         let idle = services.configuration.idleTimeout
         while !Task.isCancelled {
@@ -111,18 +113,19 @@ extension SyncSession {
             if !authenticated, ContinuousClock.now - last > services.configuration.authTimeout {
                 send(.error(SyncError(.unauthenticated, "no 'auth' message arrived in time"), partition: nil))
                 close(.unknown(4001), "unauthenticated")
-                return
+                break
             }
             if let expires, expires < Date() {
                 send(.error(SyncError(.tokenExpired, "the access token expired; reconnect with a fresh one, or send 'auth' before it expires"), partition: nil))
                 close(.unknown(4001), "token_expired")
-                return
+                break
             }
             if ContinuousClock.now - last > idle {
                 close(.unknown(4000), "idle timeout")
-                return
+                break
             }
         }
+        for await _ in AsyncStream<Void>.never() {}
     }
 
     // MARK: The worker: catch-up reads and permission re-checks

@@ -14,8 +14,21 @@ public struct TestDatabase: Sendable {
     }
 
     /// Runs `body` with a new database, dropped afterwards whether the body succeeds or not.
+    ///
+    /// - Parameter exclusive: run with no other database test at the same time: for tests that
+    ///   assert on time or load the machine heavily.
     public static func with<Result: Sendable>(
         maximumConnections: Int = 20,
+        exclusive: Bool = false,
+        _ body: @Sendable (TestDatabase) async throws -> Result
+    ) async throws -> Result {
+        try await TestScheduling.run(exclusive: exclusive) {
+            try await withDatabase(maximumConnections: maximumConnections, body)
+        }
+    }
+
+    private static func withDatabase<Result: Sendable>(
+        maximumConnections: Int,
         _ body: @Sendable (TestDatabase) async throws -> Result
     ) async throws -> Result {
         let url = try await TestPostgres.shared.createDatabase()

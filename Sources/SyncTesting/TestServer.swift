@@ -105,5 +105,6 @@ public struct TestServer: Sendable {
 /// A test waited too long.
 public struct TestTimeout: Error, CustomStringConvertible {
     public var what: String
+    public init(what: String) { self.what = what }
     public var description: String { "timed out waiting for \(what)" }
 }

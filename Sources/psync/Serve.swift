@@ -5,6 +5,7 @@ import Logging
 import ServiceLifecycle
 import SyncServer
 import SyncStorage
+import SyncTriggers
 import UnixSignals
 
 /// `psync serve`: runs the sync server until SIGINT or SIGTERM.
@@ -35,6 +36,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("idle-timeout"), help: "Seconds a WebSocket may stay silent before it is closed (env PSYNC_IDLE_TIMEOUT).")
     var idleTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_IDLE_TIMEOUT"].flatMap(Int.init) ?? 60
 
+    @Option(name: .customLong("trigger-lease"), help: "Seconds a trigger's lease lasts unrenewed: an instance that dies is replaced after at most this (env PSYNC_TRIGGER_LEASE).")
+    var triggerLease: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_LEASE"].flatMap(Int.init) ?? 5
+
+    @Option(name: .customLong("presence-lease"), help: "Seconds after which the users of an instance that died count as gone (env PSYNC_PRESENCE_LEASE).")
+    var presenceLease: Int = ProcessInfo.processInfo.environment["PSYNC_PRESENCE_LEASE"].flatMap(Int.init) ?? 15
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (env LOG_LEVEL).")
     var logLevel: String = ProcessInfo.processInfo.environment["LOG_LEVEL"] ?? "info"
 
@@ -49,6 +56,9 @@ struct Serve: AsyncParsableCommand {
         configuration.auth.accessTokenLifetime = .seconds(accessTokenTTL)
         configuration.auth.bcryptCost = bcryptCost
         configuration.sessions.idleTimeout = .seconds(idleTimeout)
+        configuration.triggers.leaseDuration = .seconds(triggerLease)
+        configuration.triggers.leaseRenewal = .milliseconds(max(100, triggerLease * 1000 / 5))
+        configuration.presenceLease = .seconds(presenceLease)
         let server = SyncServer(configuration: configuration, database: url, application: Application.current, logger: logger)
         let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {

@@ -5,11 +5,11 @@ import SyncTesting
 import Testing
 
 /// Several server instances sharing one database.
-@Suite("Several instances", .timeLimit(.minutes(2)))
+@Suite("Several instances", .timeLimit(.minutes(6)))
 struct ClusterTests {
     @Test("a change uploaded through instance B reaches a subscriber on instance A within a second")
     func crossInstance() async throws {
-        try await TestDatabase.with { db in
+        try await TestDatabase.with(exclusive: true) { db in
             try await TestServer.with(database: db.url) { a in
                 try await TestServer.with(database: db.url) { b in
                     #expect(a.port != b.port)

@@ -5,7 +5,7 @@ import SyncTesting
 import Testing
 
 /// The permission matrix with a small rule set (see `TestRules`).
-@Suite("Permissions", .timeLimit(.minutes(2)))
+@Suite("Permissions", .timeLimit(.minutes(6)))
 struct PermissionTests {
     @Test("who may subscribe and upload where")
     func matrix() async throws {
@@ -63,7 +63,7 @@ struct PermissionTests {
 
     @Test("losing read access ends the open subscription with permission_revoked within a second, and later writes are refused")
     func revocation() async throws {
-        try await TestDatabase.with { db in
+        try await TestDatabase.with(exclusive: true) { db in
             try await TestServer.with(database: db.url, permissions: TestRules.permissions) { server in
                 let alice = try await server.register("alice@example.com")
                 let mine = partition("user=\(alice.userID)")

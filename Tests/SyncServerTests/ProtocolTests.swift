@@ -6,7 +6,7 @@ import SyncTesting
 import Testing
 
 /// The WebSocket protocol end to end: real server on loopback, real PostgreSQL, real client.
-@Suite("WebSocket protocol", .timeLimit(.minutes(2)))
+@Suite("WebSocket protocol", .timeLimit(.minutes(6)))
 struct ProtocolTests {
     @Test("ready, subscribe, snapshot, upload with ack, live change, pong")
     func basics() async throws {
@@ -226,7 +226,7 @@ struct ProtocolTests {
 
     @Test("an idle session is closed with 4000")
     func idleTimeout() async throws {
-        try await TestDatabase.with { db in
+        try await TestDatabase.with(exclusive: true) { db in
             try await TestServer.with(database: db.url, configure: { $0.sessions.idleTimeout = .seconds(1) }) { server in
                 let alice = try await server.register("alice@example.com")
                 let client = try await server.connect(token: alice.accessToken)
@@ -238,7 +238,7 @@ struct ProtocolTests {
 
     @Test("a session outliving its access token is closed with 4001 unless it sends a fresh one")
     func tokenExpiry() async throws {
-        try await TestDatabase.with { db in
+        try await TestDatabase.with(exclusive: true) { db in
             try await TestServer.with(database: db.url, configure: { $0.auth.accessTokenLifetime = .seconds(4) }) { server in
                 // Tokens carry whole seconds: the old one expires within 3 to 4 s, the fresh one
                 // (made 2 s later) not before 5 s.

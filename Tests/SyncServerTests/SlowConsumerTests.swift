@@ -4,12 +4,12 @@ import SyncStorage
 import SyncTesting
 import Testing
 
-@Suite("Slow consumers", .timeLimit(.minutes(3)))
+@Suite("Slow consumers", .timeLimit(.minutes(6)))
 struct SlowConsumerTests {
     @Test("a client that stops reading does not grow the server's queue beyond its bound, and ends equal to the database")
     func boundedQueue() async throws {
         let limit = 256 << 10
-        try await TestDatabase.with { db in
+        try await TestDatabase.with(exclusive: true) { db in
             try await TestServer.with(database: db.url, configure: {
                 $0.sessions.outboxLimitBytes = limit
                 $0.sessions.batchSize = 50

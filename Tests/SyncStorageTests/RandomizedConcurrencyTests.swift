@@ -22,7 +22,7 @@ struct SplitMix64: RandomNumberGenerator {
 /// it wrote), which gives the state of each partition at every version. Each time a reader
 /// is up to date at version v, its copy must equal that state at v: a reader that skipped a
 /// commit, or saw one out of order, would differ.
-@Suite("Randomized concurrency", .timeLimit(.minutes(5)))
+@Suite("Randomized concurrency", .timeLimit(.minutes(6)))
 struct RandomizedConcurrencyTests {
     struct Committed: Sendable {
         var version: Int64
@@ -68,7 +68,7 @@ struct RandomizedConcurrencyTests {
         let writers = 6
         let readers = 4
         print("randomized concurrency: seed \(seed), \(writers) writers × \(batchesPerWriter) batches, \(readers) readers")
-        try await TestDatabase.with(maximumConnections: 14) { db in
+        try await TestDatabase.with(maximumConnections: 14, exclusive: true) { db in
             let store = db.store()
             let clock = ContinuousClock()
             let started = clock.now
