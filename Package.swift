@@ -112,6 +112,9 @@ let package = Package(
             dependencies: [
                 "SyncStorage",
                 "SyncServer",
+                "SyncTriggers",
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 "EmbeddedPostgres",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

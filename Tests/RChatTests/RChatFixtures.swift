@@ -28,12 +28,7 @@ enum RChatHarness {
 
     /// Polls until `condition` holds.
     static func eventually(timeout: Duration = .seconds(20), _ condition: @Sendable () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
+        try await TestTriggers.eventually(timeout: timeout, condition)
     }
 
     /// A conversation as a creator writes it into their own User record: themselves active,

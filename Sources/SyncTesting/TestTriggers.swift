@@ -1,0 +1,75 @@
+import CoreMetrics
+import Logging
+import ServiceLifecycle
+import SyncStorage
+import SyncTriggers
+
+/// Runs triggers against a test database as a server instance would, for testing a trigger
+/// handler on its own (docs/TRIGGERS.md, "Testing a trigger").
+///
+/// ```swift
+/// try await TestDatabase.with { db in
+///     let store = db.store()
+///     try await TestTriggers.running(store, [myTrigger]) {
+///         try await store.upload(Upload(partition: room, operations: [...], principal: "alice"))
+///         #expect(try await TestTriggers.eventually { try await store.body(of: counter)?["n"] == 1 })
+///     }
+/// }
+/// ```
+public enum TestTriggers {
+    /// Short leases and polls, so tests of takeover and retries are quick.
+    public static var fastConfiguration: TriggerConfiguration {
+        var configuration = TriggerConfiguration()
+        configuration.leaseDuration = .seconds(2)
+        configuration.leaseRenewal = .milliseconds(200)
+        configuration.pollInterval = .milliseconds(50)
+        return configuration
+    }
+
+    /// A trigger service for `store`, as one server instance named `instance` runs it.
+    public static func service(
+        _ store: ObjectStore, _ triggers: [Trigger], instance: String = "test", configuration: TriggerConfiguration = fastConfiguration
+    ) -> TriggerService {
+        TriggerService(
+            store: store, triggers: triggers, configuration: configuration, instance: instance,
+            metricsFactory: NOOPMetricsHandler.instance, logger: TestPostgres.makeLogger("psync.test.triggers"))
+    }
+
+    /// Runs `body` while `triggers` run on `store`; stops them afterwards.
+    public static func running<Result: Sendable>(
+        _ store: ObjectStore, _ triggers: [Trigger], _ body: @Sendable () async throws -> Result
+    ) async throws -> Result {
+        try await running([service(store, triggers)], body)
+    }
+
+    /// Runs `body` while the services run (several: several instances); stops them gracefully afterwards.
+    public static func running<Result: Sendable>(_ services: [TriggerService], _ body: @Sendable () async throws -> Result) async throws -> Result {
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [], logger: TestPostgres.makeLogger("psync.test.triggers"))
+        return try await withThrowingTaskGroup(of: Result?.self) { tasks in
+            tasks.addTask {
+                try await group.run()
+                return nil
+            }
+            do {
+                let result = try await body()
+                await group.triggerGracefulShutdown()
+                while let next = try await tasks.next() { if next != nil { break } }
+                return result
+            } catch {
+                await group.triggerGracefulShutdown()
+                tasks.cancelAll()
+                throw error
+            }
+        }
+    }
+
+    /// Polls `condition` until it holds or `timeout` passes; returns whether it held.
+    public static func eventually(timeout: Duration = .seconds(20), _ condition: @Sendable () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await condition()
+    }
+}
