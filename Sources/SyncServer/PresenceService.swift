@@ -22,7 +22,7 @@ final class PresenceService: Service, Sendable {
             } catch {
                 logger.warning("presence upkeep failed", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
             }
-            try? await Task.sleep(for: interval)
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
         }
         // Leaving cleanly: this instance's users are closed now rather than when rows expire.
         try? await ledger.closeAll()

@@ -14,6 +14,8 @@ public struct ServerConfiguration: Sendable {
     public var auth: AuthConfiguration = .init(jwtSecret: nil)
     /// WebSocket session settings.
     public var sessions: SessionConfiguration = .init()
+    /// What is pruned, and when.
+    public var retention: RetentionConfiguration = .init()
     /// Trigger processing settings.
     public var triggers: TriggerConfiguration = .init()
     /// How long an instance's presence rows live without renewal: when an instance dies, its

@@ -116,6 +116,8 @@ public final class SyncServer: Service, Sendable {
         }
         let presence = PresenceService(
             ledger: PresenceLedger(store: store, instance: instance, lease: configuration.presenceLease), logger: logger)
+        let maintenance = MaintenanceService(
+            store: store, retention: configuration.retention, failureWindow: configuration.auth.failureWindow, logger: logger)
         let services = SessionServices(
             store: store, hub: hub, permissions: permissions, auth: auth, uploads: uploads, metrics: metrics,
             presence: presence, configuration: configuration.sessions, logger: logger)
@@ -167,7 +169,7 @@ public final class SyncServer: Service, Sendable {
                 configuration: .init(ws: .init(maxFrameSize: 1 << 20, validateUTF8: true))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: configuration.name),
             // Shut down in reverse order: the server first, the database client last.
-            services: [client, hub, listener, triggers, presence],
+            services: [client, hub, listener, triggers, presence, maintenance],
             onServerRunning: { channel in self.listening(on: channel) },
             logger: logger
         )

@@ -118,19 +118,12 @@ extension SyncSession {
     }
 
     func unsubscribe(_ partition: Partition) {
-        let removed = state.withLock { state -> Subscription? in
-            guard state.subscriptions[partition] != nil else { return nil }
-            dropQueuedPages(of: partition, from: &state)
-            return state.subscriptions.removeValue(forKey: partition)
-        }
-        guard let removed else { return }
-        services.hub.leave(self, partition: partition)
-        releaseInputs(removed.inputs)
-        services.metrics.subscriptions.decrement()
+        end(partition, code: nil)
     }
 
-    /// Ends a subscription from the server's side.
-    func end(_ partition: Partition, code: SyncError.Code) {
+    /// Ends a subscription: at the client's request (`code` nil), or from the server's side,
+    /// which tells the client with `unsubscribed`.
+    func end(_ partition: Partition, code: SyncError.Code?) {
         let removed = state.withLock { state -> Subscription? in
             guard state.subscriptions[partition] != nil else { return nil }
             dropQueuedPages(of: partition, from: &state)
@@ -140,7 +133,7 @@ extension SyncSession {
         services.hub.leave(self, partition: partition)
         releaseInputs(removed.inputs)
         services.metrics.subscriptions.decrement()
-        send(.unsubscribed(partition: partition, code: code))
+        if let code { send(.unsubscribed(partition: partition, code: code)) }
     }
 
     func upload(_ operations: [SyncOperation], to partition: Partition, requestId: String, as principal: Principal) async {

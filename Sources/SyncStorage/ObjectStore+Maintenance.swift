@@ -26,6 +26,35 @@ extension ObjectStore {
         return 0
     }
 
+    /// Removes change events older than `age` that every trigger has passed and no open dead
+    /// letter refers to. Returns how many were removed.
+    @discardableResult
+    public func pruneEvents(olderThan age: Duration) async throws -> Int {
+        let seconds = Double(age.components.seconds)
+        let rows = try await client.query(
+            """
+            WITH horizon AS (
+                SELECT coalesce((SELECT min(position) FROM psync_triggers), (SELECT last_seq FROM psync_sequencer)) AS seq
+            ), gone AS (
+                DELETE FROM psync_events e
+                WHERE e.seq IS NOT NULL AND e.seq <= (SELECT seq FROM horizon)
+                  AND e.created_at <= now() - make_interval(secs => \(seconds))
+                  AND NOT EXISTS (SELECT 1 FROM psync_dead_letters d WHERE d.seq = e.seq AND d.retried_at IS NULL)
+                RETURNING 1
+            )
+            SELECT count(*) FROM gone
+            """, logger: logger)
+        for try await removed in rows.decode(Int.self) { return removed }
+        return 0
+    }
+
+    /// Forgets failed-login windows that have ended.
+    public func pruneLoginFailures(olderThan age: Duration) async throws {
+        let seconds = Double(age.components.seconds)
+        try await client.query(
+            "DELETE FROM psync_login_failures WHERE window_start <= now() - make_interval(secs => \(seconds))", logger: logger)
+    }
+
     /// Gives this database a new epoch, so every cursor handed out before is answered with a
     /// reset. Run it after restoring a backup or cloning the database: the copy would
     /// otherwise accept cursors of the original, whose versions may name other changes.

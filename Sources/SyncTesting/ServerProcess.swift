@@ -76,14 +76,20 @@ public final class ServerProcess: @unchecked Sendable {
         self.process = nil
     }
 
-    /// Stops the server with SIGTERM (graceful shutdown) and waits.
-    public func stop() async {
-        guard let process, process.isRunning else { return }
+    /// Stops the server with SIGTERM (graceful shutdown) and waits; returns its exit status,
+    /// or `nil` when it did not stop within 20 seconds and was killed.
+    @discardableResult
+    public func stop() async -> Int32? {
+        guard let process, process.isRunning else { return nil }
         process.terminate()
         let deadline = ContinuousClock.now + .seconds(20)
         while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
         self.process = nil
+        if process.isRunning {
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            return nil
+        }
+        return process.terminationStatus
     }
 
     public var isRunning: Bool { process?.isRunning ?? false }

@@ -245,7 +245,9 @@ public final class TriggerService: Service, Sendable {
                         try await deadLetter(event, attempts: attempt, error: TriggerError(.handlerFailed, text), concurrent: concurrent)
                         return
                     }
-                    try await Task.sleep(for: trigger.retry.backoff(afterAttempt: attempt))
+                    let backoff = trigger.retry.backoff(afterAttempt: attempt)
+                    // A shutdown ends the wait; the event is handled again by whoever runs the trigger next.
+                    try await cancelWhenGracefulShutdown { try await Task.sleep(for: backoff) }
                     attempt += 1
                 }
             }

@@ -55,9 +55,10 @@ struct EmbeddedPostgresTests {
 
     @Test("a folder without the binaries is a clear error")
     func missingBinaries() async throws {
+        let directory = NSTemporaryDirectory() + "psync-none-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         let postgres = EmbeddedPostgres(
-            configuration: .init(dataDirectory: NSTemporaryDirectory() + "psync-none-\(UUID().uuidString)", binDirectory: "/nonexistent/bin"),
-            logger: Logger(label: "test"))
+            configuration: .init(dataDirectory: directory, binDirectory: "/nonexistent/bin"), logger: Logger(label: "test"))
         do {
             try await postgres.start()
             Issue.record("started without binaries")

@@ -8,16 +8,6 @@ import Testing
 /// goes on, or the connection closes with a documented code; the server never falls over.
 @Suite("Hostile input", .timeLimit(.minutes(3)))
 struct HostileInputTests {
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     /// One hostile frame and the close codes it may cause (empty: the session must survive).
     enum Frame {
@@ -25,7 +15,7 @@ struct HostileInputTests {
         case bytes([UInt8], asText: Bool)
     }
 
-    static func hostileFrame(_ random: inout Generator, partition: String) -> (Frame, allowedCloses: Set<Int>) {
+    static func hostileFrame(_ random: inout SeededGenerator, partition: String) -> (Frame, allowedCloses: Set<Int>) {
         let valid = #"{"type":"upload","requestId":"r","partition":"\#(partition)","operations":[{"op":"put","collection":"C","id":"i","body":{}}]}"#
         switch Int.random(in: 0..<16, using: &random) {
         case 0: return (.text(String(valid.prefix(Int.random(in: 0..<valid.count, using: &random)))), [])
@@ -58,7 +48,7 @@ struct HostileInputTests {
     func randomizedFrames() async throws {
         try await TestDatabase.with { db in
             try await TestServer.with(database: db.url, configure: { $0.sessions.maximumMessageBytes = 1 << 20 }) { server in
-                var random = Generator(state: 424_242)
+                var random = SeededGenerator(seed: 424_242)
                 let alice = try await server.register("alice@example.com")
                 let mine = "user=\(alice.userID)"
                 var client = try await server.connect(token: alice.accessToken)
@@ -113,7 +103,7 @@ struct HostileInputTests {
 struct ClientMessageDecodingTests {
     @Test("random JSON values never crash the decoder: each decodes or gives a contract error")
     func randomValues() throws {
-        var random = HostileInputTests.Generator(state: 7)
+        var random = SeededGenerator(seed: 7)
         func value(_ depth: Int) -> JSONValue {
             switch Int.random(in: 0..<(depth > 4 ? 5 : 8), using: &random) {
             case 0: return .null

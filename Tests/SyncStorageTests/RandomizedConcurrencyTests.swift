@@ -5,18 +5,6 @@ import SyncProtocol
 import SyncTesting
 import Testing
 
-/// A seeded random generator, so a failing run can be replayed with `PSYNC_SEED`.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Several writers apply random batches to a few partitions while several readers pull
 /// "changes after my cursor". Every committed batch is recorded (its version and the states
 /// it wrote), which gives the state of each partition at every version. Each time a reader
@@ -40,7 +28,7 @@ struct RandomizedConcurrencyTests {
     static let partitions = (0..<3).map { partition("room=r\($0)") }
     static let keysPerPartition = 12
 
-    static func randomBatch(in index: Int, using random: inout SplitMix64) -> [SyncOperation] {
+    static func randomBatch(in index: Int, using random: inout SeededGenerator) -> [SyncOperation] {
         let count = Int.random(in: 1...5, using: &random)
         var operations: [SyncOperation] = []
         for _ in 0..<count {
@@ -80,7 +68,7 @@ struct RandomizedConcurrencyTests {
                 for writer in 0..<writers {
                     group.addTask {
                         defer { writing.decrement() }
-                        var random = SplitMix64(state: seed &+ UInt64(writer) &* 1000)
+                        var random = SeededGenerator(seed: seed &+ UInt64(writer) &* 1000)
                         var log: [Partition: [Committed]] = [:]
                         var operations = 0
                         for step in 0..<batchesPerWriter {
@@ -106,7 +94,7 @@ struct RandomizedConcurrencyTests {
                 }
                 for reader in 0..<readers {
                     group.addTask {
-                        var random = SplitMix64(state: seed &+ 7_000 &+ UInt64(reader))
+                        var random = SeededGenerator(seed: seed &+ 7_000 &+ UInt64(reader))
                         var cursors: [Partition: Cursor] = [:]
                         var copies: [Partition: [ObjectKey: SyncObject]] = [:]
                         var seen: [Partition: Int64] = [:]

@@ -29,7 +29,8 @@ CREATE TABLE psync_events (
     author text NOT NULL,
     -- 0 for changes made by clients; a trigger's writes are one deeper than the event it handled.
     depth integer NOT NULL DEFAULT 0,
-    created_at timestamptz NOT NULL DEFAULT now()
+    -- The moment the event was written: the transaction's last statement, just before commit.
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE INDEX psync_events_unsequenced ON psync_events (clock, xid, id) WHERE seq IS NULL;
 
