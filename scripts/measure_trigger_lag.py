@@ -49,14 +49,21 @@ def main():
 
         alice = request(base, "POST", "/v1/auth/register", {"email": "alice@example.com", "password": "correct horse"})
         bob = request(base, "POST", "/v1/auth/register", {"email": "bob@example.com", "password": "correct horse"})
-        time.sleep(1)
+        def wait_for(sql):
+            for _ in range(300):
+                result = subprocess.run(psql + [sql], capture_output=True, text=True)
+                if result.stdout.strip() == "t":
+                    return
+                time.sleep(0.1)
+            raise SystemExit("timed out waiting for: " + sql + ": " + result.stdout + result.stderr)
+        wait_for("SELECT count(*) = 2 FROM psync_objects WHERE collection = 'User' AND body IS NOT NULL")
         conversation = {"id": "lag", "displayName": "Lag", "unreadCount": 0, "members": [
             {"userName": "alice@example.com", "membershipStatus": "Membership active"},
             {"userName": "bob@example.com", "membershipStatus": "User added, but invite pending"}]}
         request(base, "POST", "/v1/partitions/user%3D" + alice["userId"] + "/uploads", {"requestId": "c", "operations": [
             {"op": "arrayAppend", "collection": "User", "id": alice["userId"], "path": "conversations", "value": conversation}]},
             alice["accessToken"])
-        time.sleep(1)
+        wait_for("SELECT count(*) = 2 FROM psync_objects WHERE collection = 'User' AND jsonb_array_length(body->'conversations') = 1")
 
         total = int(args.rate * args.seconds)
         interval = args.senders / args.rate
@@ -83,8 +90,8 @@ def main():
 
         # Wait until the trigger has caught up with every message.
         for _ in range(600):
-            done = subprocess.run(psql + "SELECT (SELECT position FROM psync_triggers WHERE name = 'rchat.unread-counts') >= "
-                                  "(SELECT max(seq) FROM psync_events WHERE collection = 'ChatMessage')", capture_output=True, text=True).stdout.strip()
+            done = subprocess.run(psql + ["SELECT (SELECT position FROM psync_triggers WHERE name = 'rchat.unread-counts') >= "
+                                  "(SELECT max(seq) FROM psync_events WHERE collection = 'ChatMessage')"], capture_output=True, text=True).stdout.strip()
             if done == "t":
                 break
             time.sleep(0.1)
@@ -99,7 +106,7 @@ def main():
             SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), percentile_cont(0.99) WITHIN GROUP (ORDER BY ms), max(ms),
                    (SELECT extract(epoch FROM max(created_at) - min(created_at)) FROM psync_events WHERE author = 'trigger:rchat.unread-counts')
             FROM delays"""
-        row = subprocess.run(psql + query, capture_output=True, text=True).stdout.strip().split("|")
+        row = subprocess.run(psql + [query], capture_output=True, text=True).stdout.strip().split("|")
         count, p50, p99, worst, span = int(row[0]), float(row[1]), float(row[2]), float(row[3]), float(row[4] or 0)
         print(json.dumps({
             "scenario": "trigger-lag", "messages": total, "send_seconds": round(sent_in, 2), "rate_target": args.rate,

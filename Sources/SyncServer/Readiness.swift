@@ -1,12 +1,11 @@
 import Synchronization
 
-/// What `/ready` reports: the database is migrated and the change listener is listening.
+/// What `/ready` reports besides a live database: the change listener is listening. (The
+/// server accepts requests only after the migrations ran.)
 final class Readiness: Sendable {
-    private let flags = Mutex((migrated: false, listening: false))
+    private let listeningNow = Mutex(false)
 
-    func migrated(_ value: Bool) { flags.withLock { $0.migrated = value } }
-    func listening(_ value: Bool) { flags.withLock { $0.listening = value } }
+    func listening(_ value: Bool) { listeningNow.withLock { $0 = value } }
 
-    var isReady: Bool { flags.withLock { $0.migrated && $0.listening } }
-    var isListening: Bool { flags.withLock { $0.listening } }
+    var isReady: Bool { listeningNow.withLock { $0 } }
 }

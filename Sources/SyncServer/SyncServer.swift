@@ -75,7 +75,15 @@ public final class SyncServer: Service, Sendable {
             // Detached so the group does not inherit this task's graceful shutdown: a nested
             // service group would cascade it to the server at once, and the WebSocket layer
             // would close every session with 1000 before their uploads are answered.
-            let running = Task.detached { try await inner.run() }
+            let running = Task.detached {
+                // The database client runs beside the group and stops after it: the last to go.
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { await client.run() }
+                    try await self.prepareDatabase(client: client)
+                    try await inner.run()
+                    group.cancelAll()
+                }
+            }
             try await withTaskCancellationHandler {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { try await running.value }
@@ -168,17 +176,23 @@ public final class SyncServer: Service, Sendable {
                 webSocketRouter: webSocketRouter,
                 configuration: .init(ws: .init(maxFrameSize: 1 << 20, validateUTF8: true))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: configuration.name),
-            // Shut down in reverse order: the server first, the database client last.
-            services: [client, hub, listener, triggers, presence, maintenance],
+            // Shut down in reverse order: the server first.
+            services: [hub, listener, triggers, presence, maintenance],
             onServerRunning: { channel in self.listening(on: channel) },
             logger: logger
         )
-        app.beforeServerStarts {
-            try await Migrator(client: client, logger: self.logger).migrate()
-            try await store.createIndexes(self.application.indexes)
-            readiness.migrated(true)
-        }
         return app
+    }
+
+    /// Before anything else runs: the migrations, the application's indexes, and its triggers'
+    /// rows. A trigger new to this database starts at the end of the event log, so it is
+    /// registered before the server accepts the requests whose events it must see.
+    private func prepareDatabase(client: PostgresClient) async throws {
+        try await Migrator(client: client, logger: logger).migrate()
+        let store = ObjectStore(client: client, configuration: configuration.storage, logger: logger)
+        try await store.createIndexes(application.indexes)
+        let ledger = TriggerLedger(store: store)
+        for trigger in application.triggers { try await ledger.register(trigger.name) }
     }
 
     private func listening(on channel: any Channel) {
