@@ -36,7 +36,8 @@ public enum RChatTriggers {
     /// Keeps the Chatster equal to the User record, and brings members added to a conversation
     /// into it: the conversation is added to each pending member's User record (once) and the
     /// member is marked active.
-    public static let userChanged = Trigger(name: "rchat.user-changed", collections: [User.collection]) { event, context in
+    /// Changes of other fields (such as unread counts) are passed over without a transaction.
+    public static let userChanged = Trigger(name: "rchat.user-changed", collections: [User.collection], where: concernsChatsterOrMembers) { event, context in
         guard let userID = event.key?.id else { return }
         guard let user = event.after else {
             try await context.apply([.delete(chatsterKey(userID))], in: RChat.allUsers)
@@ -79,6 +80,20 @@ public enum RChatTriggers {
         default:
             break
         }
+    }
+
+    /// Whether a User change touches what the Chatster copies, or leaves pending members.
+    @Sendable static func concernsChatsterOrMembers(_ event: ChangeEvent) -> Bool {
+        if event.operation == .insert || event.operation == .delete { return true }
+        let fields = event.changedFields + event.removedFields
+        if fields.contains(where: { $0 == "userName" || $0 == "presence" || $0 == "lastSeenAt" || $0.hasPrefix("userPreferences") }) {
+            return true
+        }
+        guard fields.contains("conversations") else { return false }
+        let pending = JSONValue.string(MembershipStatus.pending.rawValue)
+        return event.after?["conversations"]?.arrayValue?.contains { conversation in
+            conversation["members"]?.arrayValue?.contains { $0["membershipStatus"] == pending } ?? false
+        } ?? false
     }
 
     /// The Chatster body of a User body.

@@ -103,6 +103,7 @@ struct PendingEvent {
     var after: [String: JSONValue]?
     var changed: [String] = []
     var removed: [String] = []
+    var depth = 0
 
     /// The event of an object change.
     init(change: ObjectChange, partition: Partition, version: Int64) {

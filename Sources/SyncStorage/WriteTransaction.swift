@@ -13,9 +13,10 @@ public final class WriteTransaction {
     public let connection: PostgresConnection
     /// Who writes: recorded with the changes.
     public let author: String
-    /// The trigger depth of the changes: 0 for clients, one more than the handled event's for
-    /// a trigger's writes.
-    public let depth: Int
+    /// The trigger depth of the changes written from now on: 0 for clients, one more than the
+    /// handled event's for a trigger's writes. A trigger handling several events in one
+    /// transaction sets it before each.
+    public var depth: Int
     let store: ObjectStore
     /// The store's logger.
     public var logger: Logger { store.logger }
@@ -144,7 +145,9 @@ public final class WriteTransaction {
     /// Records an event about a user (registered, deleted) or a user's presence (opened,
     /// closed), delivered to triggers like object changes.
     public func recordUserEvent(_ kind: ChangeEvent.Kind, _ operation: ChangeEvent.Operation, userID: String, details: [String: JSONValue]? = nil) {
-        events.append(PendingEvent(kind: kind, operation: operation, userID: userID, after: details))
+        var event = PendingEvent(kind: kind, operation: operation, userID: userID, after: details)
+        event.depth = depth
+        events.append(event)
     }
 
     /// Applies operations of one partition against the current stored state and writes the
@@ -197,7 +200,7 @@ public final class WriteTransaction {
                 INSERT INTO psync_events (clock, kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, author, depth)
                 SELECT coalesce((SELECT max(clock) FROM stamped), 0), e.kind, e.operation, NULLIF(e.collection, ''), NULLIF(e.object_id, ''),
                        NULLIF(e.partition, ''), NULLIF(e.version, -1), NULLIF(e.user_id, ''), NULLIF(e.before, 'null'::jsonb),
-                       NULLIF(e.after, 'null'::jsonb), e.changed, e.removed, \(author), \(depth)
+                       NULLIF(e.after, 'null'::jsonb), e.changed, e.removed, \(author), e.depth
                 FROM unnest(\(events.map(\.kind.rawValue))::text[], \(events.map(\.operation.rawValue))::text[],
                             \(events.map { $0.key?.collection ?? "" })::text[], \(events.map { $0.key?.id ?? "" })::text[],
                             \(events.map { $0.partition?.description ?? "" })::text[], \(events.map { $0.version ?? -1 })::bigint[],
@@ -205,8 +208,9 @@ public final class WriteTransaction {
                             \(events.map { EncodedJSONB(bytes: $0.before.map { JSONValue.object($0).jsonBytes } ?? none) })::jsonb[],
                             \(events.map { EncodedJSONB(bytes: $0.after.map { JSONValue.object($0).jsonBytes } ?? none) })::jsonb[],
                             \(events.map { JSONB(value: .array($0.changed.map(JSONValue.string))) })::jsonb[],
-                            \(events.map { JSONB(value: .array($0.removed.map(JSONValue.string))) })::jsonb[])
-                     WITH ORDINALITY AS e(kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, ord)
+                            \(events.map { JSONB(value: .array($0.removed.map(JSONValue.string))) })::jsonb[],
+                            \(events.map(\.depth))::integer[])
+                     WITH ORDINALITY AS e(kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, depth, ord)
                 ORDER BY e.ord
                 RETURNING 1
             ), notified AS (
@@ -242,7 +246,9 @@ public final class WriteTransaction {
         }
         for (partition, version, change) in all {
             changes.append((partition, version, change))
-            events.append(PendingEvent(change: change, partition: partition, version: version))
+            var event = PendingEvent(change: change, partition: partition, version: version)
+            event.depth = depth
+            events.append(event)
         }
     }
 }

@@ -10,6 +10,10 @@ public struct TriggerConfiguration: Sendable, Hashable {
     public var leaseRenewal: Duration = .seconds(1)
     /// Events read per batch. Default 100.
     public var batchSize: Int = 100
+    /// Events an ordered trigger handles in one transaction, in order, with one commit for all
+    /// (a failure rolls the transaction back and the events are handled again one by one, each
+    /// with its retries). Default 50; 1 commits every event on its own.
+    public var eventsPerTransaction: Int = 50
     /// How long to wait for new events before looking again without a notification. Default 1 second.
     public var pollInterval: Duration = .seconds(1)
 

@@ -157,21 +157,46 @@ public final class TriggerService: Service, Sendable {
         mutating func handle(_ events: [ChangeEvent]) async throws {
             switch trigger.mode {
             case .ordered:
-                var skipped: Int64?
-                for event in events {
-                    guard trigger.matches(event) else {
-                        skipped = event.position
+                var index = 0
+                while index < events.count {
+                    guard try await holdLease() else { throw TriggerError(.leaseLost, "lease expired") }
+                    // A run of events with up to `eventsPerTransaction` to handle, stopping before
+                    // one too deep (which is dead-lettered on its own).
+                    var run: [ChangeEvent] = []
+                    var handled = 0
+                    while index < events.count, handled < max(1, configuration.eventsPerTransaction) {
+                        let event = events[index]
+                        if trigger.matches(event) {
+                            if event.depth >= configuration.maximumDepth, handled > 0 { break }
+                            handled += 1
+                        }
+                        run.append(event)
+                        index += 1
+                        if event.depth >= configuration.maximumDepth, trigger.matches(event) { break }
+                    }
+                    if handled == 0 {
+                        try await advance(to: run.last!.position)
                         continue
                     }
-                    if let through = skipped {
-                        try await advance(to: through)
-                        skipped = nil
+                    let together = run.count > 1 && !run.contains { trigger.matches($0) && $0.depth >= configuration.maximumDepth }
+                    if together {
+                        do {
+                            try await handleTogether(run)
+                            position = run.last!.position
+                            continue
+                        } catch let error as TriggerError where error.code == .leaseLost {
+                            throw error
+                        } catch {
+                            service.logger.debug("a run of events failed together; handling them one by one", metadata: ["trigger": "\(name)"])
+                        }
                     }
-                    guard try await holdLease() else { throw TriggerError(.leaseLost, "lease expired") }
-                    try await handleOne(event, concurrent: false)
-                    position = event.position
+                    // One by one, each with its retries and, at worst, its dead letter.
+                    for event in run where trigger.matches(event) {
+                        try await handleOne(event, concurrent: false)
+                        position = event.position
+                    }
+                    if position < run.last!.position { try await advance(to: run.last!.position) }
                 }
-                if let through = skipped { try await advance(to: through) }
             case .concurrent(let maximum):
                 let matching = events.filter(trigger.matches)
                 let runner = self
@@ -200,6 +225,30 @@ public final class TriggerService: Service, Sendable {
             let advanced = try await ledger.advance(name, holder: holder, to: target)
             guard advanced else { throw TriggerError(.leaseLost, "lease expired") }
             position = target
+        }
+
+        /// Handles a run of events in order in one transaction that also records the progress.
+        func handleTogether(_ run: [ChangeEvent]) async throws {
+            let service = self.service
+            let ledger = self.ledger
+            let trigger = self.trigger
+            let holder = service.instance
+            try await service.store.withWriteTransaction(author: "trigger:\(trigger.name)") { transaction in
+                for event in run where trigger.matches(event) {
+                    transaction.depth = event.depth + 1
+                    var logger = service.logger
+                    logger[metadataKey: "trigger"] = "\(trigger.name)"
+                    logger[metadataKey: "event"] = "\(event.position)"
+                    try await trigger.handler(event, TriggerContext(transaction: transaction, logger: logger, trigger: trigger.name))
+                }
+                guard try await ledger.advance(trigger.name, holder: holder, to: run.last!.position, on: transaction.connection) else {
+                    throw TriggerError(.leaseLost, "lease expired")
+                }
+            }
+            let now = Date()
+            for event in run where trigger.matches(event) {
+                service.metrics.handled(trigger.name, delay: now.timeIntervalSince(event.created))
+            }
         }
 
         /// Handles one event in a transaction that also records the progress, retrying with
