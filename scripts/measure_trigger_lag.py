@@ -95,17 +95,19 @@ def main():
             if done == "t":
                 break
             time.sleep(0.1)
+        # The k-th message raised alice's unread count to k: pair them, and take the moment the
+        # trigger transaction that did it wrote its events (its last statement, before commit).
         query = """
             WITH messages AS (
                 SELECT row_number() OVER (ORDER BY seq) AS n, created_at FROM psync_events
                 WHERE collection = 'ChatMessage' AND operation = 'insert'),
-            handled AS (
-                SELECT row_number() OVER (ORDER BY min(seq)) AS n, min(created_at) AS created_at FROM psync_events
-                WHERE author = 'trigger:rchat.unread-counts' GROUP BY xid),
-            delays AS (SELECT extract(epoch FROM h.created_at - m.created_at) * 1000 AS ms FROM messages m JOIN handled h USING (n))
+            counts AS (
+                SELECT (after->'conversations'->0->>'unreadCount')::bigint AS n, created_at FROM psync_events
+                WHERE author = 'trigger:rchat.unread-counts' AND object_id = '%s'),
+            delays AS (SELECT extract(epoch FROM c.created_at - m.created_at) * 1000 AS ms FROM messages m JOIN counts c USING (n))
             SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), percentile_cont(0.99) WITHIN GROUP (ORDER BY ms), max(ms),
                    (SELECT extract(epoch FROM max(created_at) - min(created_at)) FROM psync_events WHERE author = 'trigger:rchat.unread-counts')
-            FROM delays"""
+            FROM delays""" % alice["userId"]
         row = subprocess.run(psql + [query], capture_output=True, text=True).stdout.strip().split("|")
         count, p50, p99, worst, span = int(row[0]), float(row[1]), float(row[2]), float(row[3]), float(row[4] or 0)
         print(json.dumps({
