@@ -50,6 +50,8 @@ public struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let jsonTooDeep = Code("json_too_deep")
         /// More operations in one upload than the configured limit.
         public static let tooManyOperations = Code("too_many_operations")
+        /// An HTTP method the path does not take (405, with `Allow`).
+        public static let methodNotAllowed = Code("method_not_allowed")
     }
 
     public var code: Code

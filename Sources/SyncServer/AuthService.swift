@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HummingbirdBcrypt
 import Logging
@@ -73,6 +74,9 @@ public final class AuthService: Sendable {
     /// Checks credentials; `invalid_credentials` for a wrong email or password, `rate_limited`
     /// after too many failures for the account or the address.
     public func login(email: String, password: String, address: String) async throws -> Tokens {
+        // What cannot be an account's email (control characters, which PostgreSQL's text
+        // could not even hold) is refused before any lookup.
+        try Self.checkEmail(email.trimmingCharacters(in: .whitespaces))
         let emailKey = email.trimmingCharacters(in: .whitespaces).lowercased()
         try await checkRateLimit(emailKey: emailKey, address: address)
         var stored: (id: String, hash: String)?
@@ -81,7 +85,8 @@ public final class AuthService: Sendable {
         for try await (id, hash) in rows.decode((String, String).self) { stored = (id, hash) }
         // Verify against a dummy hash for an unknown email, so both failures take as long.
         let hash = stored?.hash ?? Self.dummyHash
-        let matches = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash) }
+        let prepared = Self.prepared(password)
+        let matches = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(prepared, hash: hash) }
         guard let stored, matches else {
             try await recordFailure(emailKey: emailKey, address: address)
             logger.notice("failed login", metadata: ["address": "\(address)"])
@@ -174,7 +179,15 @@ public final class AuthService: Sendable {
 
     private func hashPassword(_ password: String) async throws -> String {
         let cost = configuration.bcryptCost
-        return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
+        let prepared = Self.prepared(password)
+        return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(prepared, cost: cost) }
+    }
+
+    /// What bcrypt hashes: the password's SHA-256 in base64 (44 bytes). bcrypt reads at most
+    /// 72 bytes and stops at a NUL; hashing first lets any password of up to 1,024 characters
+    /// count in full.
+    static func prepared(_ password: String) -> String {
+        Data(SHA256.hash(data: Data(password.utf8))).base64EncodedString()
     }
 
     private func checkRateLimit(emailKey: String, address: String) async throws {
@@ -219,9 +232,8 @@ public final class AuthService: Sendable {
         guard password.count >= configuration.minimumPasswordLength else {
             throw SyncError(.badRequest, "a password has at least \(configuration.minimumPasswordLength) characters")
         }
-        // bcrypt reads at most 72 bytes; longer passwords would be silently truncated.
-        guard password.utf8.count <= 72 else {
-            throw SyncError(.badRequest, "a password has at most 72 bytes")
+        guard password.count <= 1_024 else {
+            throw SyncError(.badRequest, "a password has at most 1,024 characters")
         }
     }
 

@@ -59,7 +59,12 @@ struct ErrorMiddleware: RouterMiddleware {
             metrics.countError(error.code.rawValue)
             response = .error(error)
         } catch let error as HTTPError {
-            response = .error(SyncError(error.status == .notFound ? .notFound : .badRequest, error.body ?? "\(error.status)"))
+            if error.status == .notFound, let allowed = RouteTable.server.methods(for: request.uri.path) {
+                response = .error(SyncError(.methodNotAllowed, "\(request.method) is not allowed here; use \(allowed.map(\.rawValue).joined(separator: ", "))"))
+                response.headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
+            } else {
+                response = .error(SyncError(error.status == .notFound ? .notFound : .badRequest, error.body ?? "\(error.status)"))
+            }
         } catch {
             let failure = ServerError.describe(error, logger: context.logger)
             metrics.countError(failure.code.rawValue)

@@ -63,6 +63,9 @@ struct HTTPRoutes: Sendable {
         admin.get("dead-letters") { request, _ in
             try await self.requireAdmin(request)
             let trigger = request.uri.queryParameters["trigger"].map(String.init)
+            if let trigger, trigger.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                throw SyncError(.badRequest, "a trigger name holds no control characters")
+            }
             let letters = try await self.triggers.deadLetters(trigger: trigger)
             return Response.json(.array(letters.map { letter in
                 [

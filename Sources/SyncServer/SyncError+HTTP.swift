@@ -14,6 +14,7 @@ extension SyncError.Code {
         case .internal: .internalServerError
         case .unavailable: .serviceUnavailable
         case .notFound: .notFound
+        case .methodNotAllowed: .methodNotAllowed
         default: .badRequest
         }
     }

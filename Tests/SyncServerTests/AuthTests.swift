@@ -159,3 +159,24 @@ struct AuthTests {
         }
     }
 }
+
+@Suite("Authentication input", .timeLimit(.minutes(2)))
+struct AuthInputTests {
+    @Test("control characters in a login email are a bad request, not a server error")
+    func controlCharacters() async throws {
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url) { server in
+                let response = try await server.http.post("/v1/auth/login", ["email": "a\u{0}b@example.com", "password": "whatever123"])
+                #expect(response.status == 400)
+                #expect(response.json?["error"]?["code"] == "bad_request")
+                let long = try await server.http.post("/v1/auth/register", ["email": "long@example.com", "password": .string(String(repeating: "é", count: 100))])
+                #expect(long.status == 201)
+                #expect(try await server.http.post("/v1/auth/login", ["email": "long@example.com", "password": .string(String(repeating: "é", count: 100))]).status == 200)
+                #expect(try await server.http.post("/v1/auth/login", ["email": "long@example.com", "password": .string(String(repeating: "é", count: 99) + "e")]).status == 401)
+                let method = try await server.http.request("PUT", "/v1/auth/login", body: nil)
+                #expect(method.status == 405)
+                #expect(method.headers["allow"] == "POST")
+            }
+        }
+    }
+}
