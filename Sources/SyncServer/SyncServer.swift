@@ -170,7 +170,7 @@ public final class SyncServer: Service, Sendable {
             }
         }
 
-        var app = Application(
+        let app = Application(
             router: router,
             server: .http1WebSocketUpgrade(
                 webSocketRouter: webSocketRouter,

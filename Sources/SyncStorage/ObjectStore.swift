@@ -80,6 +80,7 @@ public final class ObjectStore: Sendable {
     /// Runs `body` in one transaction and commits it. A transaction that loses a deadlock or a
     /// serialization conflict is retried from the start (so `body` must not have effects
     /// outside the database); any other error rolls back and is rethrown.
+    @discardableResult
     public func withWriteTransaction<Result: Sendable>(
         author: String,
         depth: Int = 0,

@@ -114,8 +114,8 @@ public final class WriteTransaction {
             SELECT collection, id, partition, version, body FROM psync_objects
             WHERE collection = $1 AND body IS NOT NULL AND body #>> \(ObjectIndex.literal(path)) = ANY($2)
             """)
-        try query.binds.append(collection, context: .default)
-        try query.binds.append(values, context: .default)
+        query.binds.append(collection, context: .default)
+        query.binds.append(values, context: .default)
         return try await Self.objects(try await connection.query(query, logger: logger))
     }
 
@@ -128,7 +128,7 @@ public final class WriteTransaction {
             SELECT collection, id, partition, version, body FROM psync_objects
             WHERE collection = $1 AND body IS NOT NULL AND (body #> \(ObjectIndex.literal(path))) @> $2
             """)
-        try query.binds.append(collection, context: .default)
+        query.binds.append(collection, context: .default)
         query.binds.append(JSONB(value: .array([element])), context: .default)
         return try await Self.objects(try await connection.query(query, logger: logger))
     }

@@ -49,7 +49,7 @@ public final class ServerProcess: @unchecked Sendable {
         environment["LOG_LEVEL"] = environment["PSYNC_TEST_LOG_LEVEL"] ?? "notice"
         environment.merge(self.environment) { _, new in new }
         process.environment = environment
-        if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         try log.seekToEnd()
         process.standardOutput = log
