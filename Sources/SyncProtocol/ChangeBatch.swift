@@ -9,21 +9,27 @@ public struct ChangeBatch: Sendable, Hashable {
     public var upToDate: Bool
     /// Whether this is the first page of a full snapshot: the reader drops its copy first.
     public var reset: Bool
+    /// On an up-to-date batch: the partition version the reader's copy is now complete up to
+    /// (an addition to the contract; a client compares it with an ack's `version`).
+    public var version: Int64?
 
-    public init(partition: Partition, objects: [SyncObject], cursor: Cursor, upToDate: Bool, reset: Bool) {
+    public init(partition: Partition, objects: [SyncObject], cursor: Cursor, upToDate: Bool, reset: Bool, version: Int64? = nil) {
         self.partition = partition
         self.objects = objects
         self.cursor = cursor
         self.upToDate = upToDate
         self.reset = reset
+        self.version = version
     }
 
     /// The wire form (without the `type` field of the WebSocket message).
     public var json: JSONValue {
-        [
+        var fields: [String: JSONValue] = [
             "partition": .string(partition.description), "objects": .array(objects.map(\.json)),
             "cursor": .string(cursor.rawValue), "upToDate": .bool(upToDate), "reset": .bool(reset),
         ]
+        if let version { fields["version"] = .int(version) }
+        return .object(fields)
     }
 
     /// Decodes the wire form.
@@ -38,6 +44,6 @@ public struct ChangeBatch: Sendable, Hashable {
         for object in objects { decoded.append(try SyncObject(json: object)) }
         self.init(
             partition: try Partition(partitionText), objects: decoded, cursor: Cursor(rawValue: cursor),
-            upToDate: upToDate, reset: json["reset"]?.boolValue ?? false)
+            upToDate: upToDate, reset: json["reset"]?.boolValue ?? false, version: json["version"]?.intValue)
     }
 }

@@ -4,8 +4,10 @@ public enum ServerMessage: Sendable, Hashable {
     case ready(userId: String)
     /// A batch of object states of a subscribed partition.
     case changes(ChangeBatch)
-    /// An upload committed; its effects are visible at `cursor`.
-    case ack(requestId: String, partition: Partition, cursor: Cursor)
+    /// An upload committed; its effects are visible at `cursor`, at partition `version` (an
+    /// addition to the contract: a client keeps its optimistic copy of the upload until a
+    /// batch with at least this version).
+    case ack(requestId: String, partition: Partition, cursor: Cursor, version: Int64?)
     /// An upload was refused and nothing of it applied; `objects` holds the current server
     /// state (or tombstones) of every object it touched, so the client can revert its copy.
     case rejected(requestId: String, partition: Partition, error: SyncError, objects: [SyncObject])
@@ -25,11 +27,13 @@ public enum ServerMessage: Sendable, Hashable {
             var fields = batch.json.objectValue ?? [:]
             fields["type"] = "changes"
             return .object(fields)
-        case .ack(let requestId, let partition, let cursor):
-            return [
+        case .ack(let requestId, let partition, let cursor, let version):
+            var fields: [String: JSONValue] = [
                 "type": "ack", "requestId": .string(requestId), "partition": .string(partition.description),
                 "cursor": .string(cursor.rawValue),
             ]
+            if let version { fields["version"] = .int(version) }
+            return .object(fields)
         case .rejected(let requestId, let partition, let error, let objects):
             return [
                 "type": "rejected", "requestId": .string(requestId), "partition": .string(partition.description),
@@ -68,7 +72,9 @@ public enum ServerMessage: Sendable, Hashable {
         case "changes":
             self = .changes(try ChangeBatch(json: json))
         case "ack":
-            self = .ack(requestId: try string("requestId"), partition: try Partition(try string("partition")), cursor: Cursor(rawValue: try string("cursor")))
+            self = .ack(
+                requestId: try string("requestId"), partition: try Partition(try string("partition")),
+                cursor: Cursor(rawValue: try string("cursor")), version: json["version"]?.intValue)
         case "rejected":
             self = .rejected(
                 requestId: try string("requestId"), partition: try Partition(try string("partition")),

@@ -136,7 +136,7 @@ struct HTTPRoutes: Sendable {
         for item in list { operations.append(try SyncOperation(json: item)) }
         switch await uploads.upload(operations, to: partition, requestId: requestId, by: principal) {
         case .ack(let result):
-            return .json(ServerMessage.ack(requestId: requestId, partition: partition, cursor: result.cursor).json)
+            return .json(ServerMessage.ack(requestId: requestId, partition: partition, cursor: result.cursor, version: result.version).json)
         case .rejected(let error, let objects):
             let message = ServerMessage.rejected(requestId: requestId, partition: partition, error: error, objects: objects)
             return .json(message.json, status: error.code.httpStatus)

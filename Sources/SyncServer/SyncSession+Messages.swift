@@ -162,7 +162,7 @@ extension SyncSession {
         let outcome = await services.uploads.upload(operations, to: partition, requestId: requestId, by: principal, canWrite: canWrite)
         switch outcome {
         case .ack(let result):
-            send(.ack(requestId: requestId, partition: partition, cursor: result.cursor))
+            send(.ack(requestId: requestId, partition: partition, cursor: result.cursor, version: result.version))
         case .rejected(let error, let objects):
             send(.rejected(requestId: requestId, partition: partition, error: error, objects: objects))
         case .failed(let error):

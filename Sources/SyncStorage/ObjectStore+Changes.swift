@@ -93,7 +93,7 @@ extension ObjectStore {
             return ChangeBatch(partition: partition, objects: objects, cursor: next.cursor, upToDate: false, reset: reset)
         }
         let end = CursorPosition(epoch: position.epoch, version: max(head, position.version))
-        return ChangeBatch(partition: partition, objects: objects, cursor: end.cursor, upToDate: true, reset: reset)
+        return ChangeBatch(partition: partition, objects: objects, cursor: end.cursor, upToDate: true, reset: reset, version: end.version)
     }
 }
 

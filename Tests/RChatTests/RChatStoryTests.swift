@@ -182,7 +182,7 @@ extension TestSyncClient {
         send(.upload(requestId: requestId, partition: partition, operations: operations))
         return try await next { message in
             switch message {
-            case .ack(let id, _, _), .rejected(let id, _, _, _): return id == requestId
+            case .ack(let id, _, _, _), .rejected(let id, _, _, _): return id == requestId
             case .error(_, let target): return target == partition
             default: return false
             }

@@ -24,7 +24,7 @@ struct ProtocolTests {
                 var sawChange = false
                 while !(sawAck && sawChange) {
                     switch try await client.next() {
-                    case .ack(let requestId, let partition, _):
+                    case .ack(let requestId, let partition, _, _):
                         #expect(requestId == "r1" && partition == mine)
                         sawAck = true
                     case .changes(let batch):

@@ -85,7 +85,7 @@ struct ResilienceTests {
                 // The upload sent before the shutdown is answered before the close.
                 var answered = false
                 while let message = try? await client.next(timeout: .seconds(5)) {
-                    if case .ack(let id, _, _) = message, id == "last" { answered = true }
+                    if case .ack(let id, _, _, _) = message, id == "last" { answered = true }
                 }
                 #expect(answered)
                 #expect(try await client.closeCode() == 1001)
