@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "SyncServer", targets: ["SyncServer"]),
         .library(name: "RChatModel", targets: ["RChatModel"]),
         .library(name: "RChat", targets: ["RChat"]),
+        .library(name: "SyncClient", targets: ["SyncClient"]),
         .library(name: "SyncTesting", targets: ["SyncTesting"]),
     ],
     dependencies: [
@@ -33,6 +34,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // Pure types and logic of the wire contract: no I/O. The client SDK depends only on this.
@@ -106,6 +108,18 @@ let package = Package(
             dependencies: ["RChatModel", "SyncProtocol", "SyncStorage", "SyncServer", "SyncTriggers"],
             swiftSettings: swiftSettings
         ),
+        // The client SDK: sessions, partitions as live collections, an offline SQLite store and
+        // upload queue. Depends only on the protocol module, Foundation and a WebSocket client.
+        .target(
+            name: "SyncClient",
+            dependencies: [
+                "SyncProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The harness every test suite uses: one embedded cluster per process, a database per test.
         .target(
             name: "SyncTesting",
@@ -165,6 +179,11 @@ let package = Package(
                 "RChat", "SyncServer", "SyncTriggers", "SyncTesting", "SyncStorage", "SyncProtocol",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SyncClientTests",
+            dependencies: ["SyncClient", "SyncTesting", "SyncServer", "SyncStorage", "SyncProtocol", "RChat"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,35 @@
+import SyncProtocol
+
+/// Whether the client talks to the server.
+public enum ConnectionStatus: Sendable, Hashable {
+    /// Not connected; writes are queued.
+    case offline
+    /// Connecting or authenticating.
+    case connecting
+    /// Connected and authenticated; queued writes are being uploaded.
+    case online
+}
+
+/// Something the app should know about.
+public enum ClientEvent: Sendable, Hashable {
+    case status(ConnectionStatus)
+    /// The server refused an upload; the local copy was reverted to the server's state.
+    case rejected(requestId: String, partition: Partition, error: SyncError)
+    /// The server ended a subscription (e.g. `permission_revoked`); the partition is closed.
+    case unsubscribed(partition: Partition, code: SyncError.Code)
+    /// A request failed (e.g. a subscribe that was refused).
+    case error(SyncError, partition: Partition?)
+    /// The credentials are no longer valid: log in again.
+    case signedOut
+}
+
+/// What an observer of a partition sees after each change.
+public struct PartitionSnapshot: Sendable, Hashable {
+    public var partition: Partition
+    /// The objects as the app should show them: the server's, with the pending writes on top.
+    public var objects: [SyncObject]
+    /// Whether the copy has caught up with the server since the client connected.
+    public var upToDate: Bool
+    /// Writes to this partition not yet confirmed by the server.
+    public var pendingWrites: Int
+}

@@ -1,0 +1,34 @@
+import Foundation
+import Logging
+
+/// Settings of a ``SyncClient``. Every field but the server has a default.
+public struct SyncClientConfiguration: Sendable {
+    /// The server's base URL, e.g. `http://127.0.0.1:8080`.
+    public var serverURL: URL
+    /// The SQLite file of the local store; `nil` keeps it in memory (nothing survives a restart).
+    public var storePath: String?
+    /// How often to ping the server while connected. Default 20 seconds (the server closes
+    /// sessions silent for 60).
+    public var pingInterval: Duration = .seconds(20)
+    /// The first wait before reconnecting; doubled per failed attempt, with jitter. Default 250 ms.
+    public var reconnectDelay: Duration = .milliseconds(250)
+    /// The longest wait before reconnecting. Default 30 seconds.
+    public var maximumReconnectDelay: Duration = .seconds(30)
+    /// How long an upload may wait for its answer before the connection is considered dead.
+    /// Default 30 seconds.
+    public var uploadTimeout: Duration = .seconds(30)
+    public var logger: Logger
+
+    public init(serverURL: URL, storePath: String?, logger: Logger = Logger(label: "psync.client")) {
+        self.serverURL = serverURL
+        self.storePath = storePath
+        self.logger = logger
+    }
+
+    var webSocketURL: String {
+        var components = URLComponents(url: serverURL, resolvingAgainstBaseURL: false)!
+        components.scheme = components.scheme == "https" ? "wss" : "ws"
+        components.path = (components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path) + "/v1/sync"
+        return components.string!
+    }
+}
