@@ -204,6 +204,16 @@ public actor SyncClient {
         return upToDate.contains(partition)
     }
 
+    /// Waits until disconnected; `false` on timeout.
+    public func waitUntilOffline(timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if status != .online { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return status != .online
+    }
+
     /// Waits until connected; `false` on timeout.
     public func waitUntilOnline(timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now + timeout

@@ -1,0 +1,58 @@
+import Foundation
+import SyncClient
+import SyncProtocol
+import SyncServer
+import SyncStorage
+import SyncTesting
+
+func key(_ collection: String, _ id: String) -> ObjectKey { try! ObjectKey(collection: collection, id: id) }
+func path(_ text: String) -> Path { try! Path(parsing: text) }
+func partition(_ text: String) -> Partition { try! Partition(text) }
+
+/// A client with its store in a temporary file, removed with `cleanUp()`.
+struct ClientHarness {
+    let directory: String
+
+    init() {
+        directory = NSTemporaryDirectory() + "psync-client-\(UUID().uuidString)"
+    }
+
+    func client(_ baseURL: String, store name: String = "store") throws -> SyncClient {
+        var configuration = SyncClientConfiguration(serverURL: URL(string: baseURL)!, storePath: directory + "/\(name).sqlite")
+        configuration.reconnectDelay = .milliseconds(50)
+        configuration.maximumReconnectDelay = .milliseconds(500)
+        configuration.logger = TestPostgres.makeLogger("psync.test.client")
+        return try SyncClient(configuration: configuration)
+    }
+
+    func cleanUp() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Runs `body` while the client's connection loop runs.
+    static func running<Result: Sendable>(_ client: SyncClient, _ body: @Sendable () async throws -> Result) async throws -> Result {
+        let connection = Task { await client.run() }
+        do {
+            let result = try await body()
+            connection.cancel()
+            await connection.value
+            return result
+        } catch {
+            connection.cancel()
+            await connection.value
+            throw error
+        }
+    }
+}
+
+/// A rule set where `shared=*` partitions are open to every user, and `user=<id>` is its user's.
+enum SharedRules {
+    static var permissions: Permissions {
+        var permissions = Permissions()
+        permissions.register(OwnerRule(), forKey: "user")
+        permissions.register(
+            ClosureRule(read: { principal, _, _ in principal.userID != nil }, write: { principal, _, _ in principal.userID != nil }),
+            forKey: "shared")
+        return permissions
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import RChat
+import SyncClient
+import SyncProtocol
+import SyncServer
+import SyncStorage
+import SyncTesting
+import Testing
+
+@Suite("Client SDK", .timeLimit(.minutes(4)))
+struct SyncClientTests {
+    @Test("a write shows at once, is uploaded, acknowledged and confirmed by the server's copy")
+    func optimisticWrite() async throws {
+        let harness = ClientHarness()
+        defer { harness.cleanUp() }
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url, permissions: SharedRules.permissions) { server in
+                let client = try harness.client(server.baseURL)
+                let userID = try await client.register(email: "ann@example.com", password: "correct horse")
+                try await ClientHarness.running(client) {
+                    let mine = try await client.open(partition("user=\(userID)"))
+                    #expect(await client.waitUntilUpToDate(mine.partition, timeout: .seconds(10)))
+                    try await mine.write([.put(key("Note", "n"), body: ["text": "hello"])])
+                    let local = try await mine.objects()
+                    #expect(local.first?.body?["text"] == "hello")
+                    #expect(await client.waitUntilUploaded(timeout: .seconds(10)))
+                    #expect(try await db.store().body(of: key("Note", "n"))?["text"] == "hello")
+                    // Confirmed: the server's batch carried it, nothing is pending.
+                    var confirmed = false
+                    for await snapshot in await mine.updates() where snapshot.pendingWrites == 0 && snapshot.objects.first?.version ?? 0 > 0 {
+                        confirmed = true
+                        break
+                    }
+                    #expect(confirmed)
+                    // A write the local copy already knows to fail is refused at once.
+                    await #expect(throws: SyncError.self) {
+                        try await mine.write([.set(key("Note", "missing"), path: path("x"), value: 1)])
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("writes queued while the server is stopped are delivered exactly once after it restarts")
+    func offlineQueue() async throws {
+        let harness = ClientHarness()
+        defer { harness.cleanUp() }
+        try await TestDatabase.with(exclusive: true) { db in
+            // The real `psync serve` (the RChat application), so it can be stopped and started.
+            let server = try ServerProcess(database: db.url)
+            try await server.start()
+            let client = try harness.client(server.baseURL)
+            let userID = try await client.register(email: "ann@example.com", password: "correct horse")
+            let mine = partition("user=\(userID)")
+            let userKey = key("User", userID)
+            try await ClientHarness.running(client) {
+                let handle = try await client.open(mine)
+                for await snapshot in await handle.updates() where !snapshot.objects.isEmpty { break }
+                await server.kill()
+                #expect(await client.waitUntilOffline(timeout: .seconds(10)))
+                for _ in 0..<10 {
+                    try await client.write([.increment(userKey, path: path("counter"), by: 1)], in: mine)
+                }
+                // Offline, the local copy already shows them.
+                #expect(try await client.objects(in: mine).first?.body?["counter"] == 10)
+                #expect(try await client.unacknowledgedWrites() == 10)
+                try await server.start()
+                #expect(await client.waitUntilUploaded(timeout: .seconds(30)))
+            }
+            #expect(try await db.store().body(of: userKey)?["counter"] == 10)
+            await server.stop()
+        }
+    }
+
+    @Test("a client restarted from its store shows its data offline and then downloads only what changed")
+    func resumeFromStore() async throws {
+        let harness = ClientHarness()
+        defer { harness.cleanUp() }
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url, permissions: SharedRules.permissions) { server in
+                let room = partition("shared=room")
+                let first = try harness.client(server.baseURL)
+                try await first.register(email: "ann@example.com", password: "correct horse")
+                let store = db.store()
+                for n in 0..<20 {
+                    try await store.upload(Upload(partition: room, operations: [.put(key("Doc", "d\(n)"), body: [:])], principal: "seed"))
+                }
+                try await ClientHarness.running(first) {
+                    _ = try await first.open(room)
+                    #expect(await first.waitUntilUpToDate(room, timeout: .seconds(10)))
+                }
+                // While the app is closed: one change, one deletion, one new object.
+                try await store.upload(Upload(partition: room, operations: [.set(key("Doc", "d1"), path: path("edited"), value: true)], principal: "seed"))
+                try await store.upload(Upload(partition: room, operations: [.delete(key("Doc", "d2"))], principal: "seed"))
+                try await store.upload(Upload(partition: room, operations: [.put(key("Doc", "new"), body: [:])], principal: "seed"))
+
+                let second = try harness.client(server.baseURL)
+                #expect(try await second.objects(in: room).count == 20)  // offline, from the store
+                try await ClientHarness.running(second) {
+                    #expect(await second.waitUntilUpToDate(room, timeout: .seconds(10)))
+                    let batches = await second.receivedBatches().filter { $0.partition == room }
+                    #expect(!batches.contains { $0.reset })
+                    #expect(Set(batches.flatMap(\.keys)) == [key("Doc", "d1"), key("Doc", "d2"), key("Doc", "new")])
+                    let objects = try await second.objects(in: room)
+                    #expect(objects.count == 20)
+                    #expect(objects.first { $0.key == key("Doc", "d1") }?.body?["edited"] == true)
+                    #expect(!objects.contains { $0.key == key("Doc", "d2") })
+                }
+            }
+        }
+    }
+
+    @Test("a refused write is reverted locally and reported")
+    func rejectedWrite() async throws {
+        let harness = ClientHarness()
+        defer { harness.cleanUp() }
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url, application: RChat.application) { server in
+                let client = try harness.client(server.baseURL)
+                let userID = try await client.register(email: "ann@example.com", password: "correct horse")
+                let mine = partition("user=\(userID)")
+                let events = await client.events()
+                try await ClientHarness.running(client) {
+                    let handle = try await client.open(mine)
+                    // Wait for the User record the registration trigger makes.
+                    for await snapshot in await handle.updates() where !snapshot.objects.isEmpty { break }
+                    let userKey = key("User", userID)
+                    // Renaming oneself is refused by RChat's validator.
+                    let requestId = try await handle.write([.set(userKey, path: path("userName"), value: "mallory@example.com")])
+                    #expect(try await handle.objects().first?.body?["userName"] == "mallory@example.com")
+                    var reported: SyncError?
+                    for await event in events {
+                        if case .rejected(let id, _, let error) = event, id == requestId {
+                            reported = error
+                            break
+                        }
+                    }
+                    #expect(reported?.code == .validationFailed)
+                    #expect(try await handle.objects().first?.body?["userName"] == "ann@example.com")
+                    #expect(try await client.unacknowledgedWrites() == 0)
+                }
+            }
+        }
+    }
+
+    @Test("a reset replaces the partition's copy and keeps the pending writes on top")
+    func resetKeepsPendingWrites() async throws {
+        let harness = ClientHarness()
+        defer { harness.cleanUp() }
+        try await TestDatabase.with(exclusive: true) { db in
+            let server = try ServerProcess(database: db.url)
+            try await server.start()
+            let client = try harness.client(server.baseURL)
+            let userID = try await client.register(email: "ann@example.com", password: "correct horse")
+            let mine = partition("user=\(userID)")
+            let userKey = key("User", userID)
+            let store = db.store()
+            try await ClientHarness.running(client) {
+                let handle = try await client.open(mine)
+                for await snapshot in await handle.updates() where !snapshot.objects.isEmpty { break }
+                await server.kill()
+                #expect(await client.waitUntilOffline(timeout: .seconds(10)))
+                try await client.write([.set(userKey, path: path("userPreferences.displayName"), value: "Ann")], in: mine)
+                // The database is restored elsewhere: its epoch changes, so the client's cursor is
+                // foreign; and the record changed meanwhile.
+                try await store.renewEpoch()
+                try await store.upload(Upload(partition: mine, operations: [.set(userKey, path: path("note"), value: "from the server")], principal: "system:test"))
+                try await server.start()
+                #expect(await client.waitUntilUploaded(timeout: .seconds(30)))
+                #expect(await client.waitUntilUpToDate(mine, timeout: .seconds(10)))
+                #expect(await client.receivedBatches().contains { $0.partition == mine && $0.reset })
+                let body = try await client.objects(in: mine).first?.body
+                #expect(body?["note"] == "from the server")
+                #expect(body?["userPreferences"]?["displayName"] == "Ann")
+            }
+            let stored = try await store.body(of: userKey)
+            #expect(stored?["userPreferences"]?["displayName"] == "Ann")
+            #expect(stored?["note"] == "from the server")
+            await server.stop()
+        }
+    }
+}
