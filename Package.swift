@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "psync", targets: ["psync"]),
+        .executable(name: "rchat", targets: ["rchat"]),
         .library(name: "SyncProtocol", targets: ["SyncProtocol"]),
         .library(name: "SyncStorage", targets: ["SyncStorage"]),
         .library(name: "EmbeddedPostgres", targets: ["EmbeddedPostgres"]),
@@ -152,6 +153,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The terminal chat client, built on the SDK.
+        .executableTarget(
+            name: "rchat",
+            dependencies: [
+                "SyncClient",
+                "RChatModel",
+                "SyncProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "SyncProtocolTests",
             dependencies: ["SyncProtocol"],
@@ -184,6 +197,12 @@ let package = Package(
         .testTarget(
             name: "SyncClientTests",
             dependencies: ["SyncClient", "SyncTesting", "SyncServer", "SyncStorage", "SyncProtocol", "RChat"],
+            swiftSettings: swiftSettings
+        ),
+        // Runs the `rchat` executable (built with the tests) as separate processes.
+        .testTarget(
+            name: "RChatCLITests",
+            dependencies: ["SyncTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

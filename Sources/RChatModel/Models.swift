@@ -68,7 +68,7 @@ public struct Conversation: Codable, Sendable, Hashable {
 }
 
 /// A user's own record, in `user=<userId>`: readable and writable by that user only.
-public struct User: Codable, Sendable, Hashable {
+public struct User: SyncModel, Hashable {
     public static let collection = "User"
 
     public var _id: String
@@ -95,7 +95,7 @@ public struct User: Codable, Sendable, Hashable {
 
 /// The public part of a user, in `all-users=all-the-users`, kept equal to the User record by a
 /// trigger; readable by everyone, written by the server only.
-public struct Chatster: Codable, Sendable, Hashable {
+public struct Chatster: SyncModel, Hashable {
     public static let collection = "Chatster"
 
     public var _id: String
@@ -108,7 +108,7 @@ public struct Chatster: Codable, Sendable, Hashable {
 }
 
 /// A message, in `conversation=<conversationId>`.
-public struct ChatMessage: Codable, Sendable, Hashable {
+public struct ChatMessage: SyncModel, Hashable {
     public static let collection = "ChatMessage"
 
     public var _id: String

@@ -35,7 +35,10 @@ extension SyncClient {
             do {
                 let closeFrame = try await WebSocketClient.connect(
                     url: configuration.webSocketURL,
-                    configuration: .init(maxFrameSize: 1 << 20, additionalHeaders: [.authorization: "Bearer \(token)"]),
+                    configuration: .init(
+                        maxFrameSize: 1 << 20, additionalHeaders: [.authorization: "Bearer \(token)"],
+                        // A dead server never answers the close handshake: give up on it soon.
+                        closeTimeout: .seconds(2)),
                     logger: logger
                 ) { inbound, outbound, _ in
                     await self.session(inbound: inbound, outbound: outbound)
@@ -79,6 +82,8 @@ extension SyncClient {
         let (messages, sink) = AsyncStream.makeStream(of: ClientMessage.self)
         outgoing = sink
         let ping = configuration.pingInterval
+        let pongTimeout = configuration.pongTimeout
+        lastHeard = .now
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await message in messages {
@@ -100,15 +105,26 @@ extension SyncClient {
                 }
             }
             group.addTask {
+                // Liveness: a connection that stays silent for `pongTimeout` after a ping is
+                // dead (a server that froze, a network that dropped it without a reset).
                 while !Task.isCancelled {
                     try? await Task.sleep(for: ping)
+                    if Task.isCancelled { return }
+                    let sent = ContinuousClock.now
                     sink.yield(.ping(nonce: .int(Int64(Date().timeIntervalSince1970 * 1000))))
+                    try? await Task.sleep(for: pongTimeout)
+                    if Task.isCancelled { return }
+                    if await self.lastHeard < sent {
+                        await self.logger.notice("no answer to a ping: dropping the connection")
+                        return
+                    }
                 }
             }
             group.addTask {
                 await self.uploadLoop()
             }
-            // The reader ends first: the server closed or the connection broke.
+            // The reader ends first (the server closed, the connection broke) or the liveness
+            // check gives up on a silent connection.
             await group.next()
             group.cancelAll()
         }
@@ -126,6 +142,7 @@ extension SyncClient {
     // MARK: Messages from the server
 
     func handle(_ message: ServerMessage) {
+        lastHeard = .now
         switch message {
         case .ready:
             sessionAccepted = true
@@ -164,7 +181,7 @@ extension SyncClient {
             }
             emit(.error(error, partition: partition))
         case .unsubscribed(let partition, let code):
-            try? store.setOpen(partition, false)
+            _ = try? store.setOpen(partition, false)
             upToDate.remove(partition)
             publish(partition)
             emit(.unsubscribed(partition: partition, code: code))

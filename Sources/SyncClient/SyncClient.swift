@@ -32,6 +32,8 @@ public actor SyncClient {
     var signedInWakeup: CheckedContinuation<Void, Never>?
     /// Whether the current connection got `ready`.
     var sessionAccepted = false
+    /// When the current connection last received a message, for the liveness check.
+    var lastHeard = ContinuousClock.now
     /// Every change batch received, for diagnostics and tests.
     var received: [BatchRecord] = []
 

@@ -10,6 +10,9 @@ public struct SyncClientConfiguration: Sendable {
     /// How often to ping the server while connected. Default 20 seconds (the server closes
     /// sessions silent for 60).
     public var pingInterval: Duration = .seconds(20)
+    /// How long after a ping the client waits for any message from the server before it takes
+    /// the connection for dead, drops it and reconnects. Default 10 seconds.
+    public var pongTimeout: Duration = .seconds(10)
     /// The first wait before reconnecting; doubled per failed attempt, with jitter. Default 250 ms.
     public var reconnectDelay: Duration = .milliseconds(250)
     /// The longest wait before reconnecting. Default 30 seconds.

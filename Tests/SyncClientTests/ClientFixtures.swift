@@ -17,8 +17,12 @@ struct ClientHarness {
         directory = NSTemporaryDirectory() + "psync-client-\(UUID().uuidString)"
     }
 
-    func client(_ baseURL: String, store name: String = "store") throws -> SyncClient {
+    func client(
+        _ baseURL: String, store name: String = "store", pingInterval: Duration = .seconds(20), pongTimeout: Duration = .seconds(10)
+    ) throws -> SyncClient {
         var configuration = SyncClientConfiguration(serverURL: URL(string: baseURL)!, storePath: directory + "/\(name).sqlite")
+        configuration.pingInterval = pingInterval
+        configuration.pongTimeout = pongTimeout
         configuration.reconnectDelay = .milliseconds(50)
         configuration.maximumReconnectDelay = .milliseconds(500)
         configuration.logger = TestPostgres.makeLogger("psync.test.client")

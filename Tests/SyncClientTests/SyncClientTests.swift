@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import RChat
 import SyncClient
 import SyncProtocol
@@ -68,6 +71,37 @@ struct SyncClientTests {
                 #expect(await client.waitUntilUploaded(timeout: .seconds(30)))
             }
             #expect(try await db.store().body(of: userKey)?["counter"] == 10)
+            await server.stop()
+        }
+    }
+
+    @Test("a server that stops answering is found out by the ping; the client reconnects when it answers again")
+    func deadConnection() async throws {
+        let harness = ClientHarness()
+        defer { harness.cleanUp() }
+        try await TestDatabase.with(exclusive: true) { db in
+            let server = try ServerProcess(database: db.url)
+            try await server.start()
+            let client = try harness.client(server.baseURL, pingInterval: .milliseconds(300), pongTimeout: .milliseconds(700))
+            let userID = try await client.register(email: "ann@example.com", password: "correct horse")
+            let mine = partition("user=\(userID)")
+            let userKey = key("User", userID)
+            try await ClientHarness.running(client) {
+                let handle = try await client.open(mine)
+                for await snapshot in await handle.updates() where !snapshot.objects.isEmpty { break }
+                // The process freezes: its sockets stay open, nothing answers, no close comes.
+                let pid = try #require(server.processIdentifier)
+                kill(pid, SIGSTOP)
+                let frozen = ContinuousClock.now
+                #expect(await client.waitUntilOffline(timeout: .seconds(10)))
+                #expect(ContinuousClock.now - frozen < .seconds(5))
+                try await client.write([.set(userKey, path: path("note"), value: "written while frozen")], in: mine)
+                kill(pid, SIGCONT)
+                #expect(await client.waitUntilOnline(timeout: .seconds(20)))
+                #expect(await client.waitUntilUploaded(timeout: .seconds(20)))
+                #expect(await client.waitUntilUpToDate(mine, timeout: .seconds(10)))
+            }
+            #expect(try await db.store().body(of: userKey)?["note"] == "written while frozen")
             await server.stop()
         }
     }

@@ -1,0 +1,46 @@
+/// A Codable type stored as the objects of one collection, for typed access to partitions.
+///
+/// The object id is the body's `_id`; the server sets `_id` and `partition` in every body, so
+/// a model can declare both and read them back.
+///
+/// ```swift
+/// struct Note: SyncModel {
+///     static let collection = "Note"
+///     var _id: String
+///     var text: String
+/// }
+/// let notes = try await handle.objects(Note.self)
+/// try await handle.put(Note(_id: "n-1", text: "hi"))
+/// ```
+public protocol SyncModel: Codable, Sendable {
+    /// The collection the objects of this type live in.
+    static var collection: String { get }
+    /// The object id.
+    var _id: String { get }
+}
+
+extension SyncModel {
+    /// The object's key.
+    public var objectKey: ObjectKey {
+        get throws(SyncError) { try ObjectKey(collection: Self.collection, id: _id) }
+    }
+
+    /// A `put` of the whole model: creates the object, or sets each of its top-level fields.
+    /// `_id` and `partition` are left out (the server sets them from the key and the upload).
+    public func putOperation() throws -> SyncOperation {
+        guard var body = try JSONValue(encoding: self).objectValue else {
+            throw SyncError(.invalidOperation, "\(Self.self) does not encode as a JSON object")
+        }
+        body["_id"] = nil
+        body["partition"] = nil
+        return .put(try objectKey, body: body)
+    }
+
+    /// Decodes the live objects of this type's collection; other collections and tombstones
+    /// are skipped, and an object that does not decode is an error.
+    public static func decode(_ objects: [SyncObject]) throws -> [Self] {
+        try objects.filter { $0.key.collection == collection }.compactMap { object in
+            try object.body.map { try JSONValue.object($0).decode(Self.self) }
+        }
+    }
+}
