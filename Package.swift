@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "psync", targets: ["psync"]),
         .executable(name: "rchat", targets: ["rchat"]),
+        .executable(name: "psync-bench", targets: ["psync-bench"]),
         .library(name: "SyncProtocol", targets: ["SyncProtocol"]),
         .library(name: "SyncStorage", targets: ["SyncStorage"]),
         .library(name: "EmbeddedPostgres", targets: ["EmbeddedPostgres"]),
@@ -36,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         // Pure types and logic of the wire contract: no I/O. The client SDK depends only on this.
@@ -161,6 +163,24 @@ let package = Package(
                 "RChatModel",
                 "SyncProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The benchmarks: a server process, real WebSocket clients, and the raw PostgreSQL floor.
+        .executableTarget(
+            name: "psync-bench",
+            dependencies: [
+                "SyncProtocol",
+                "SyncStorage",
+                "SyncServer",
+                "SyncTesting",
+                "RChatModel",
+                "EmbeddedPostgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -14,15 +14,20 @@ public final class ServerProcess: @unchecked Sendable {
     public let database: DatabaseURL
     public let environment: [String: String]
     public let logPath: String
+    /// The `psync` binary this instance runs.
+    public let executablePath: String
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
     public var webSocketURL: String { "ws://127.0.0.1:\(port)/v1/sync" }
     public var http: TestHTTPClient { TestHTTPClient(baseURL: baseURL) }
 
-    /// - Parameter environment: more settings (`PSYNC_TRIGGER_LEASE`, …); the JWT secret and a
+    /// - Parameters:
+    ///   - environment: more settings (`PSYNC_TRIGGER_LEASE`, …); the JWT secret and a
     ///   fast bcrypt cost are set already.
-    public init(database: DatabaseURL, port: Int? = nil, environment: [String: String] = [:]) throws {
+    ///   - executable: the `psync` binary; default ``executable``.
+    public init(database: DatabaseURL, port: Int? = nil, environment: [String: String] = [:], executable: String? = nil) throws {
         self.database = database
+        self.executablePath = executable ?? Self.executable
         self.port = try port ?? Self.freePort()
         self.environment = environment
         self.logPath = NSTemporaryDirectory() + "psync-server-\(getpid())-\(self.port).log"
@@ -41,7 +46,7 @@ public final class ServerProcess: @unchecked Sendable {
     /// Starts the server and waits until it is ready.
     public func start(timeout: Duration = .seconds(30)) async throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
+        process.executableURL = URL(fileURLWithPath: executablePath)
         process.arguments = ["serve", "--port", "\(port)", "--database-url", database.urlString]
         var environment = ProcessInfo.processInfo.environment
         environment["PSYNC_JWT_SECRET"] = TestServer.jwtSecret

@@ -1,0 +1,164 @@
+import EmbeddedPostgres
+import Foundation
+import Logging
+import PostgresNIO
+import SyncProtocol
+import SyncServer
+import SyncStorage
+import SyncTesting
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What every scenario runs against: a database, a `psync serve` process on it, and a
+/// postgres-nio client on the same database for seeding and for the floors.
+final class BenchEnvironment: Sendable {
+    let database: DatabaseURL
+    let client: PostgresClient
+    let server: ServerProcess
+    let store: ObjectStore
+    let tokens: TokenIssuer
+    let logger: Logger
+
+    private init(database: DatabaseURL, client: PostgresClient, server: ServerProcess, tokens: TokenIssuer, logger: Logger) {
+        self.database = database
+        self.client = client
+        self.server = server
+        self.store = ObjectStore(client: client, logger: logger)
+        self.tokens = tokens
+        self.logger = logger
+    }
+
+    /// Sets everything up, runs `body`, and tears everything down again, also on errors.
+    static func with(_ options: BenchOptions, _ body: @Sendable (BenchEnvironment) async throws -> Void) async throws {
+        var logger = Logger(label: "psync.bench")
+        logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .error
+        let descriptors = raiseFileDescriptorLimit()
+        progress("file descriptors: \(descriptors)")
+
+        let folder = options.keep ?? (NSTemporaryDirectory() + "psync-bench-\(getpid())")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        var embedded: EmbeddedPostgres?
+        var admin: DatabaseURL?
+        let database: DatabaseURL
+        if let given = options.databaseURL ?? ProcessInfo.processInfo.environment["DATABASE_URL"] {
+            let url = try DatabaseURL(given)
+            let name = "psync_bench_\(getpid())"
+            try await execute(on: url, "CREATE DATABASE \(name)", logger: logger)
+            admin = url
+            database = url.with(database: name)
+            progress("database \(name) on \(url.host):\(url.port)")
+        } else {
+            // Durable, as `psync serve` runs it: commits wait for the WAL flush.
+            let cluster = EmbeddedPostgres(
+                configuration: .init(dataDirectory: folder + "/postgres", settings: ["max_connections": "200"]), logger: logger)
+            progress("starting an embedded PostgreSQL in \(folder)/postgres")
+            database = try DatabaseURL(try await cluster.start().url)
+            embedded = cluster
+        }
+        defer {
+            embedded?.stopNow()
+            if options.keep == nil { try? FileManager.default.removeItem(atPath: folder) }
+        }
+
+        var configuration = database.clientConfiguration
+        configuration.options.maximumConnections = 64
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let clientTask = Task { await client.run() }
+        defer { clientTask.cancel() }
+        try await Migrator(client: client, logger: logger).migrate()
+
+        let server = try ServerProcess(
+            database: database,
+            environment: [
+                "LOG_LEVEL": "warning", "PSYNC_IDLE_TIMEOUT": "600", "PSYNC_DB_POOL": "\(options.serverPool)",
+                "PSYNC_ACCESS_TOKEN_TTL": "3600",
+            ],
+            executable: options.psync ?? executableNextToThisOne("psync"))
+        progress("starting \(server.executablePath) on port \(server.port) (log: \(server.logPath))")
+        try await server.start(timeout: .seconds(60))
+        let environment = BenchEnvironment(
+            database: database, client: client, server: server,
+            tokens: try await TokenIssuer(secret: TestServer.jwtSecret, lifetime: .seconds(3600)), logger: logger)
+        do {
+            try await body(environment)
+        } catch {
+            await server.stop()
+            if let admin { try? await execute(on: admin, "DROP DATABASE IF EXISTS \(database.database) WITH (FORCE)", logger: logger) }
+            throw error
+        }
+        await server.stop()
+        if let admin { try? await execute(on: admin, "DROP DATABASE IF EXISTS \(database.database) WITH (FORCE)", logger: logger) }
+    }
+
+    /// Prints a scenario's result as one JSON line on stdout.
+    func report(_ result: JSONValue) {
+        FileHandle.standardOutput.write(Data((result.jsonString + "\n").utf8))
+    }
+
+    // MARK: The server process
+
+    /// The server's resident memory now, in bytes.
+    func serverRSS() -> Int {
+        guard let pid = server.processIdentifier else { return 0 }
+        return Self.statusField("VmRSS", of: pid)
+    }
+
+    static func statusField(_ field: String, of pid: Int32) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+            return kilobytes * 1024
+        }
+        return 0
+    }
+
+    /// Waits until every trigger has passed every event written so far.
+    func waitForTriggers(timeout: Duration = .seconds(600)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let rows = try await client.query(
+                """
+                SELECT (SELECT count(*) FROM psync_events WHERE seq IS NULL)
+                     + coalesce((SELECT max(s.last_seq - t.position) FROM psync_triggers t, psync_sequencer s), 0)
+                """, logger: logger)
+            for try await behind in rows.decode(Int64.self) where behind <= 0 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw BenchError("the triggers did not catch up within \(timeout)")
+    }
+
+    // MARK: Helpers
+
+    private static func execute(on url: DatabaseURL, _ sql: String, logger: Logger) async throws {
+        let connection = try await PostgresConnection.connect(configuration: url.connectionConfiguration(), id: 1, logger: logger)
+        defer { Task { try? await connection.close() } }
+        try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+    }
+
+    private static func executableNextToThisOne(_ name: String) -> String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name).path
+    }
+
+    /// Raises the soft limit of open files to the hard limit (the server process inherits
+    /// it); returns the limit now.
+    private static func raiseFileDescriptorLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        return Int(limit.rlim_cur)
+    }
+}
+
+/// Progress for the person running the benchmark, on stderr.
+func progress(_ text: String) {
+    FileHandle.standardError.write(Data(("[psync-bench] " + text + "\n").utf8))
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import Synchronization
+import SyncProtocol
+import SyncStorage
+import SyncTesting
+
+/// One room with many members online: each message's time until every member has it.
+struct FanoutScenario {
+    struct Parameters {
+        var members = 1_000
+        var messages = 20
+        static let quick = Parameters(members: 20, messages: 5)
+    }
+
+    let parameters: Parameters
+
+    init(_ parameters: Parameters) {
+        self.parameters = parameters
+    }
+
+    func run(in environment: BenchEnvironment) async throws -> JSONValue {
+        let (members, messages) = (parameters.members, parameters.messages)
+        progress("fanout: \(messages) messages to a room of \(members) online members")
+        let users = try await environment.registerUsers("fanout", count: members)
+        let partition = try Partition(key: "conversation", value: "fanout")
+        try await environment.createConversation("fanout", name: "Fanout", members: users)
+        try await environment.waitForTriggers()
+
+        let deliveries = LatencyRecorder()
+        let counts = Mutex<[Int: Int]>([:])
+        let complete = (0..<messages).map { _ in Once<Void>() }
+        let sessions = try await connectAll(users, environment: environment) { _ in
+            { message in
+                guard case .changes(let batch) = message, !batch.reset else { return }
+                for object in batch.objects {
+                    guard let latency = nanosecondsSince(object.body?["t"]), case .string(let id)? = object.body?["_id"],
+                        let n = Int(id.dropFirst("fanout-".count))
+                    else { continue }
+                    deliveries.record(nanoseconds: latency)
+                    let count = counts.withLock { counts -> Int in
+                        counts[n, default: 0] += 1
+                        return counts[n]!
+                    }
+                    if count == members, n < complete.count { complete[n].set(()) }
+                }
+            }
+        } subscribe: { _ in [partition] }
+
+        let sender = users[0]
+        let connection = try await BenchConnection.connect(environment.server.webSocketURL, token: sender.token, logger: environment.logger) { _ in }
+        let completion = LatencyRecorder()
+        var incomplete = 0
+        for n in 0..<messages {
+            let requestId = "fanout-\(n)"
+            let started = ContinuousClock.now
+            connection.send(.upload(
+                requestId: requestId, partition: partition,
+                operations: [.put(try ObjectKey(collection: "ChatMessage", id: requestId), body: messageBody(conversation: partition.value, author: sender.email, text: 200, sequence: n))]))
+            if await waitFor([complete[n]], timeout: .seconds(30)) {
+                completion.record(started.duration(to: .now))
+            } else {
+                incomplete += 1
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        progress("fanout: p99 to all \(members): \(completion.milliseconds(at: 99)) ms")
+        await connection.close()
+        await closeAll(sessions)
+
+        let floor = try await Floor(client: environment.client, logger: environment.logger)
+            .notifications(rate: 10, total: messages, database: environment.database.connectionConfiguration())
+        return [
+            "scenario": "fanout",
+            "members": .int(Int64(members)), "messages": .int(Int64(messages)), "incomplete": .int(Int64(incomplete)),
+            "allMembersMs": completion.summary,
+            "deliveryMs": deliveries.summary,
+            "floor": ["what": "INSERT + NOTIFY → one LISTENing connection", "latencyMs": floor.summary],
+            "ratioP99": ratio(completion.milliseconds(at: 99), floor.milliseconds(at: 99)),
+            "target": "allMembersMs.p99 <= 100 ms",
+        ]
+    }
+}
+
+/// Connects a session per user, `parallel` at a time, subscribes each to its partitions and
+/// returns once every subscription is up to date. `handler(index)` makes the message handler
+/// of the index-th session; it sees every message, the snapshot batches too.
+func connectAll(
+    _ users: [BenchUser], environment: BenchEnvironment, parallel: Int = 32,
+    handler: @escaping @Sendable (Int) -> @Sendable (ServerMessage) -> Void,
+    subscribe: @escaping @Sendable (Int) -> [Partition]
+) async throws -> [BenchConnection] {
+    let started = ContinuousClock.now
+    return try await withThrowingTaskGroup(of: (Int, BenchConnection).self) { group in
+        var sessions: [BenchConnection?] = Array(repeating: nil, count: users.count)
+        var next = 0
+        var done = 0
+        func add() {
+            let index = next
+            next += 1
+            group.addTask {
+                let partitions = subscribe(index)
+                let upToDate = Counter()
+                let ready = Once<Void>()
+                let inner = handler(index)
+                let connection = try await BenchConnection.connect(
+                    environment.server.webSocketURL, token: users[index].token, logger: environment.logger
+                ) { message in
+                    if case .changes(let batch) = message, batch.upToDate, upToDate.increment() == partitions.count { ready.set(()) }
+                    if case .error(let error, _) = message { progress("session \(index): \(error)") }
+                    inner(message)
+                }
+                for partition in partitions { connection.send(.subscribe(partition: partition, cursor: nil)) }
+                guard await waitFor([ready], timeout: .seconds(120)) else { throw BenchError("session \(index) never got up to date") }
+                return (index, connection)
+            }
+        }
+        while next < min(parallel, users.count) { add() }
+        while let (index, connection) = try await group.next() {
+            sessions[index] = connection
+            done += 1
+            if done % 1_000 == 0 { progress("\(done) sessions up to date (\(started.duration(to: .now)))") }
+            if next < users.count { add() }
+        }
+        return sessions.compactMap { $0 }
+    }
+}
+
+/// Closes sessions, many at a time.
+func closeAll(_ sessions: [BenchConnection]) async {
+    await withTaskGroup(of: Void.self) { group in
+        for session in sessions { group.addTask { await session.close() } }
+    }
+}

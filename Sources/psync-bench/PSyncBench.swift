@@ -1,0 +1,112 @@
+import ArgumentParser
+
+/// `psync-bench`: measures the sync server against the raw PostgreSQL floor, in one run on
+/// one database. Prints one JSON object per scenario on stdout; progress goes to stderr.
+@main
+struct PSyncBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "psync-bench",
+        abstract: "Benchmarks of PartitionSync, each beside the raw PostgreSQL floor for the same rows.",
+        discussion: """
+            Starts its own `psync serve` process and database (embedded, or a fresh database on \
+            DATABASE_URL's server), drives real WebSocket clients over loopback and prints one JSON \
+            object per scenario. Build it in release: `swift run -c release psync-bench --quick`.
+            """,
+        subcommands: [All.self, Ingest.self, Latency.self, Fanout.self, Bootstrap.self, Connections.self],
+        defaultSubcommand: All.self
+    )
+}
+
+/// Runs every scenario in one environment.
+struct All: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "all", abstract: "Every scenario with its default sizes (or --quick ones), in one run.")
+    @OptionGroup var options: BenchOptions
+
+    func run() async throws {
+        let quick = options.quick
+        try await BenchEnvironment.with(options) { environment in
+            try await environment.report(IngestScenario(quick ? .quick : .init(), seconds: options.seconds(quick: 2)).run(in: environment))
+            try await environment.report(LatencyScenario(quick ? .quick : .init(), seconds: options.seconds(quick: 2)).run(in: environment))
+            try await environment.report(FanoutScenario(quick ? .quick : .init()).run(in: environment))
+            try await environment.report(BootstrapScenario(quick ? .quick : .init()).run(in: environment))
+            try await environment.report(ConnectionsScenario(quick ? .quick : .init()).run(in: environment))
+        }
+    }
+}
+
+struct Ingest: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Clients send chat messages as fast as acks return, with the unread-count trigger on; floor: single-row INSERT transactions.")
+    @OptionGroup var options: BenchOptions
+    @Option(help: "Sending clients.") var clients = IngestScenario.Parameters().clients
+    @Option(help: "Conversations.") var conversations = IngestScenario.Parameters().conversations
+    @Option(help: "Members per conversation.") var members = IngestScenario.Parameters().members
+
+    func run() async throws {
+        let parameters = options.quick ? IngestScenario.Parameters.quick : .init(clients: clients, conversations: conversations, members: members)
+        try await BenchEnvironment.with(options) { environment in
+            try await environment.report(IngestScenario(parameters, seconds: options.seconds(quick: 2)).run(in: environment))
+        }
+    }
+}
+
+struct Latency: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "One sender at a fixed rate, subscribers in the same room: upload-to-delivery latency; floor: INSERT + NOTIFY to a listener.")
+    @OptionGroup var options: BenchOptions
+    @Option(help: "Messages per second.") var rate = LatencyScenario.Parameters().rate
+    @Option(help: "Subscribers (other members of the room).") var subscribers = LatencyScenario.Parameters().subscribers
+
+    func run() async throws {
+        let parameters = options.quick ? LatencyScenario.Parameters.quick : .init(rate: rate, subscribers: subscribers)
+        try await BenchEnvironment.with(options) { environment in
+            try await environment.report(LatencyScenario(parameters, seconds: options.seconds(quick: 2)).run(in: environment))
+        }
+    }
+}
+
+struct Fanout: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "One room with many online members: time until every member has a message.")
+    @OptionGroup var options: BenchOptions
+    @Option(help: "Online members of the room (sessions).") var members = FanoutScenario.Parameters().members
+    @Option(help: "Messages sent, one after the other.") var messages = FanoutScenario.Parameters().messages
+
+    func run() async throws {
+        let parameters = options.quick ? FanoutScenario.Parameters.quick : .init(members: members, messages: messages)
+        try await BenchEnvironment.with(options) { environment in
+            try await environment.report(FanoutScenario(parameters).run(in: environment))
+        }
+    }
+}
+
+struct Bootstrap: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "A fresh client downloads a big partition; floor: reading the same rows in pages of the same size.")
+    @OptionGroup var options: BenchOptions
+    @Option(help: "Objects in the partition.") var objects = BootstrapScenario.Parameters().objects
+    @Option(help: "Bytes of text per message.") var textBytes = BootstrapScenario.Parameters().textBytes
+
+    func run() async throws {
+        let parameters = options.quick ? BootstrapScenario.Parameters.quick : .init(objects: objects, textBytes: textBytes)
+        try await BenchEnvironment.with(options) { environment in
+            try await environment.report(BootstrapScenario(parameters).run(in: environment))
+        }
+    }
+}
+
+struct Connections: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Many idle sessions: server memory per session, then the delivery of one change all of them watch.")
+    @OptionGroup var options: BenchOptions
+    @Option(help: "Sessions.") var sessions = ConnectionsScenario.Parameters().sessions
+    @Option(help: "Changes delivered to all sessions, one after the other.") var changes = ConnectionsScenario.Parameters().changes
+
+    func run() async throws {
+        let parameters = options.quick ? ConnectionsScenario.Parameters.quick : .init(sessions: sessions, changes: changes)
+        try await BenchEnvironment.with(options) { environment in
+            try await environment.report(ConnectionsScenario(parameters).run(in: environment))
+        }
+    }
+}
