@@ -137,7 +137,9 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: swiftSettings
+            // Never optimized: Swift 6.3.1's optimizer crashes (signal 11, splitting async
+            // coroutines) on this module in release builds, which psync-bench needs.
+            swiftSettings: swiftSettings + [.unsafeFlags(["-Onone"])]
         ),
         .executableTarget(
             name: "psync",

@@ -29,9 +29,7 @@ struct ConnectionsScenario {
         try await Task.sleep(for: .seconds(1))
         let rssBefore = environment.serverRSS()
 
-        let deliveries = LatencyRecorder()
-        let counts = Mutex<[Int: Int]>([:])
-        let complete = (0..<changes).map { _ in Once<Void>() }
+        let tracker = DeliveryTracker(messages: changes, sessions: count)
         let connecting = ContinuousClock.now
         var sessions: [BenchConnection] = []
         var failure: String?
@@ -41,12 +39,7 @@ struct ConnectionsScenario {
                     guard case .changes(let batch) = message, !batch.reset else { return }
                     for object in batch.objects where object.key.id == "bench-broadcast" {
                         guard let latency = nanosecondsSince(object.body?["t"]), case .int(let n)? = object.body?["n"] else { continue }
-                        deliveries.record(nanoseconds: latency)
-                        let seen = counts.withLock { counts -> Int in
-                            counts[Int(n), default: 0] += 1
-                            return counts[Int(n)]!
-                        }
-                        if seen == count, Int(n) < complete.count { complete[Int(n)].set(()) }
+                        tracker.delivered(Int(n), nanoseconds: latency)
                     }
                 }
             } subscribe: { index in
@@ -72,7 +65,7 @@ struct ConnectionsScenario {
                 _ = try await environment.store.upload(Upload(
                     partition: everyone, operations: [.put(try ObjectKey(collection: "Chatster", id: "bench-broadcast"), body: body)],
                     principal: "service:bench"))
-                if await waitFor([complete[n]], timeout: .seconds(60)) {
+                if await waitFor([tracker.complete[n]], timeout: .seconds(60)) {
                     completion.record(started.duration(to: .now))
                 } else {
                     incomplete += 1
@@ -92,7 +85,7 @@ struct ConnectionsScenario {
             "serverBytesPerSession": .int(Int64(perSession)),
             "changes": .int(Int64(changes)), "incomplete": .int(Int64(incomplete)),
             "allSessionsMs": completion.summary,
-            "deliveryMs": deliveries.summary,
+            "deliveryMs": tracker.latencies.summary,
             "floor": ["what": "INSERT + NOTIFY → one LISTENing connection", "latencyMs": floor.summary],
             "target": "all sessions held, serverBytesPerSession <= 51200",
         ]

@@ -26,9 +26,7 @@ struct FanoutScenario {
         try await environment.createConversation("fanout", name: "Fanout", members: users)
         try await environment.waitForTriggers()
 
-        let deliveries = LatencyRecorder()
-        let counts = Mutex<[Int: Int]>([:])
-        let complete = (0..<messages).map { _ in Once<Void>() }
+        let tracker = DeliveryTracker(messages: messages, sessions: members)
         let sessions = try await connectAll(users, environment: environment) { _ in
             { message in
                 guard case .changes(let batch) = message, !batch.reset else { return }
@@ -36,12 +34,7 @@ struct FanoutScenario {
                     guard let latency = nanosecondsSince(object.body?["t"]), case .string(let id)? = object.body?["_id"],
                         let n = Int(id.dropFirst("fanout-".count))
                     else { continue }
-                    deliveries.record(nanoseconds: latency)
-                    let count = counts.withLock { counts -> Int in
-                        counts[n, default: 0] += 1
-                        return counts[n]!
-                    }
-                    if count == members, n < complete.count { complete[n].set(()) }
+                    tracker.delivered(n, nanoseconds: latency)
                 }
             }
         } subscribe: { _ in [partition] }
@@ -56,7 +49,7 @@ struct FanoutScenario {
             connection.send(.upload(
                 requestId: requestId, partition: partition,
                 operations: [.put(try ObjectKey(collection: "ChatMessage", id: requestId), body: messageBody(conversation: partition.value, author: sender.email, text: 200, sequence: n))]))
-            if await waitFor([complete[n]], timeout: .seconds(30)) {
+            if await waitFor([tracker.complete[n]], timeout: .seconds(30)) {
                 completion.record(started.duration(to: .now))
             } else {
                 incomplete += 1
@@ -73,7 +66,7 @@ struct FanoutScenario {
             "scenario": "fanout",
             "members": .int(Int64(members)), "messages": .int(Int64(messages)), "incomplete": .int(Int64(incomplete)),
             "allMembersMs": completion.summary,
-            "deliveryMs": deliveries.summary,
+            "deliveryMs": tracker.latencies.summary,
             "floor": ["what": "INSERT + NOTIFY → one LISTENing connection", "latencyMs": floor.summary],
             "ratioP99": ratio(completion.milliseconds(at: 99), floor.milliseconds(at: 99)),
             "target": "allMembersMs.p99 <= 100 ms",

@@ -49,6 +49,47 @@ struct ClientHarness {
     }
 }
 
+/// A signed-in RChat user on a real `psync serve` process, its client running and its User
+/// record arrived.
+struct SignedInUser: Sendable {
+    let database: TestDatabase
+    let server: ServerProcess
+    let client: SyncClient
+    let userID: String
+    var partition: Partition { try! Partition(key: "user", value: userID) }
+    var userKey: ObjectKey { key("User", userID) }
+}
+
+extension ClientHarness {
+    /// Runs `body` with a user signed in on a real `psync serve` process (the RChat
+    /// application, so it can be killed and started again), exclusively of other database tests.
+    static func withSignedInUser(
+        pingInterval: Duration = .seconds(20), pongTimeout: Duration = .seconds(10),
+        _ body: @Sendable (SignedInUser) async throws -> Void
+    ) async throws {
+        let harness = ClientHarness()
+        defer { harness.cleanUp() }
+        try await TestDatabase.with(exclusive: true) { db in
+            let server = try ServerProcess(database: db.url)
+            try await server.start()
+            let client = try harness.client(server.baseURL, pingInterval: pingInterval, pongTimeout: pongTimeout)
+            let userID = try await client.register(email: "ann@example.com", password: "correct horse")
+            let user = SignedInUser(database: db, server: server, client: client, userID: userID)
+            do {
+                try await ClientHarness.running(client) {
+                    let handle = try await client.open(user.partition)
+                    for await snapshot in await handle.updates() where !snapshot.objects.isEmpty { break }
+                    try await body(user)
+                }
+            } catch {
+                await server.stop()
+                throw error
+            }
+            await server.stop()
+        }
+    }
+}
+
 /// A rule set where `shared=*` partitions are open to every user, and `user=<id>` is its user's.
 enum SharedRules {
     static var permissions: Permissions {

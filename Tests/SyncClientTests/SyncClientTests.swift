@@ -46,65 +46,41 @@ struct SyncClientTests {
 
     @Test("writes queued while the server is stopped are delivered exactly once after it restarts")
     func offlineQueue() async throws {
-        let harness = ClientHarness()
-        defer { harness.cleanUp() }
-        try await TestDatabase.with(exclusive: true) { db in
-            // The real `psync serve` (the RChat application), so it can be stopped and started.
-            let server = try ServerProcess(database: db.url)
-            try await server.start()
-            let client = try harness.client(server.baseURL)
-            let userID = try await client.register(email: "ann@example.com", password: "correct horse")
-            let mine = partition("user=\(userID)")
-            let userKey = key("User", userID)
-            try await ClientHarness.running(client) {
-                let handle = try await client.open(mine)
-                for await snapshot in await handle.updates() where !snapshot.objects.isEmpty { break }
-                await server.kill()
-                #expect(await client.waitUntilOffline(timeout: .seconds(10)))
-                for _ in 0..<10 {
-                    try await client.write([.increment(userKey, path: path("counter"), by: 1)], in: mine)
-                }
-                // Offline, the local copy already shows them.
-                #expect(try await client.objects(in: mine).first?.body?["counter"] == 10)
-                #expect(try await client.unacknowledgedWrites() == 10)
-                try await server.start()
-                #expect(await client.waitUntilUploaded(timeout: .seconds(30)))
+        try await ClientHarness.withSignedInUser { ann in
+            let (server, client, mine, userKey) = (ann.server, ann.client, ann.partition, ann.userKey)
+            await server.kill()
+            #expect(await client.waitUntilOffline(timeout: .seconds(10)))
+            for _ in 0..<10 {
+                try await client.write([.increment(userKey, path: path("counter"), by: 1)], in: mine)
             }
-            #expect(try await db.store().body(of: userKey)?["counter"] == 10)
-            await server.stop()
+            // Offline, the local copy already shows them.
+            #expect(try await client.objects(in: mine).first?.body?["counter"] == 10)
+            #expect(try await client.unacknowledgedWrites() == 10)
+            try await server.start()
+            #expect(await client.waitUntilUploaded(timeout: .seconds(30)))
+            #expect(try await ann.database.store().body(of: userKey)?["counter"] == 10)
         }
     }
 
     @Test("a server that stops answering is found out by the ping; the client reconnects when it answers again")
     func deadConnection() async throws {
-        let harness = ClientHarness()
-        defer { harness.cleanUp() }
-        try await TestDatabase.with(exclusive: true) { db in
-            let server = try ServerProcess(database: db.url)
-            try await server.start()
-            let client = try harness.client(server.baseURL, pingInterval: .milliseconds(300), pongTimeout: .milliseconds(700))
-            let userID = try await client.register(email: "ann@example.com", password: "correct horse")
-            let mine = partition("user=\(userID)")
-            let userKey = key("User", userID)
-            try await ClientHarness.running(client) {
-                let handle = try await client.open(mine)
-                for await snapshot in await handle.updates() where !snapshot.objects.isEmpty { break }
-                // The process freezes: its sockets stay open, nothing answers, no close comes.
-                let pid = try #require(server.processIdentifier)
-                kill(pid, SIGSTOP)
-                let frozen = ContinuousClock.now
-                #expect(await client.waitUntilOffline(timeout: .seconds(10)))
-                #expect(ContinuousClock.now - frozen < .seconds(5))
-                try await client.write([.set(userKey, path: path("note"), value: "written while frozen")], in: mine)
-                kill(pid, SIGCONT)
-                #expect(await client.waitUntilOnline(timeout: .seconds(20)))
-                #expect(await client.waitUntilUploaded(timeout: .seconds(20)))
-                #expect(await client.waitUntilUpToDate(mine, timeout: .seconds(10)))
-            }
-            #expect(try await db.store().body(of: userKey)?["note"] == "written while frozen")
-            await server.stop()
+        try await ClientHarness.withSignedInUser(pingInterval: .milliseconds(300), pongTimeout: .milliseconds(700)) { ann in
+            let (server, client, mine, userKey) = (ann.server, ann.client, ann.partition, ann.userKey)
+            // The process freezes: its sockets stay open, nothing answers, no close comes.
+            let pid = try #require(server.processIdentifier)
+            kill(pid, SIGSTOP)
+            let frozen = ContinuousClock.now
+            #expect(await client.waitUntilOffline(timeout: .seconds(10)))
+            #expect(ContinuousClock.now - frozen < .seconds(5))
+            try await client.write([.set(userKey, path: path("note"), value: "written while frozen")], in: mine)
+            kill(pid, SIGCONT)
+            #expect(await client.waitUntilOnline(timeout: .seconds(20)))
+            #expect(await client.waitUntilUploaded(timeout: .seconds(20)))
+            #expect(await client.waitUntilUpToDate(mine, timeout: .seconds(10)))
+            #expect(try await ann.database.store().body(of: userKey)?["note"] == "written while frozen")
         }
     }
+
 
     @Test("a client restarted from its store shows its data offline and then downloads only what changed")
     func resumeFromStore() async throws {
@@ -179,38 +155,26 @@ struct SyncClientTests {
 
     @Test("a reset replaces the partition's copy and keeps the pending writes on top")
     func resetKeepsPendingWrites() async throws {
-        let harness = ClientHarness()
-        defer { harness.cleanUp() }
-        try await TestDatabase.with(exclusive: true) { db in
-            let server = try ServerProcess(database: db.url)
+        try await ClientHarness.withSignedInUser { ann in
+            let (server, client, mine, userKey) = (ann.server, ann.client, ann.partition, ann.userKey)
+            let store = ann.database.store()
+            await server.kill()
+            #expect(await client.waitUntilOffline(timeout: .seconds(10)))
+            try await client.write([.set(userKey, path: path("userPreferences.displayName"), value: "Ann")], in: mine)
+            // The database is restored elsewhere: its epoch changes, so the client's cursor is
+            // foreign; and the record changed meanwhile.
+            try await store.renewEpoch()
+            try await store.upload(Upload(partition: mine, operations: [.set(userKey, path: path("note"), value: "from the server")], principal: "system:test"))
             try await server.start()
-            let client = try harness.client(server.baseURL)
-            let userID = try await client.register(email: "ann@example.com", password: "correct horse")
-            let mine = partition("user=\(userID)")
-            let userKey = key("User", userID)
-            let store = db.store()
-            try await ClientHarness.running(client) {
-                let handle = try await client.open(mine)
-                for await snapshot in await handle.updates() where !snapshot.objects.isEmpty { break }
-                await server.kill()
-                #expect(await client.waitUntilOffline(timeout: .seconds(10)))
-                try await client.write([.set(userKey, path: path("userPreferences.displayName"), value: "Ann")], in: mine)
-                // The database is restored elsewhere: its epoch changes, so the client's cursor is
-                // foreign; and the record changed meanwhile.
-                try await store.renewEpoch()
-                try await store.upload(Upload(partition: mine, operations: [.set(userKey, path: path("note"), value: "from the server")], principal: "system:test"))
-                try await server.start()
-                #expect(await client.waitUntilUploaded(timeout: .seconds(30)))
-                #expect(await client.waitUntilUpToDate(mine, timeout: .seconds(10)))
-                #expect(await client.receivedBatches().contains { $0.partition == mine && $0.reset })
-                let body = try await client.objects(in: mine).first?.body
-                #expect(body?["note"] == "from the server")
-                #expect(body?["userPreferences"]?["displayName"] == "Ann")
-            }
+            #expect(await client.waitUntilUploaded(timeout: .seconds(30)))
+            #expect(await client.waitUntilUpToDate(mine, timeout: .seconds(10)))
+            #expect(await client.receivedBatches().contains { $0.partition == mine && $0.reset })
+            let body = try await client.objects(in: mine).first?.body
+            #expect(body?["note"] == "from the server")
+            #expect(body?["userPreferences"]?["displayName"] == "Ann")
             let stored = try await store.body(of: userKey)
             #expect(stored?["userPreferences"]?["displayName"] == "Ann")
             #expect(stored?["note"] == "from the server")
-            await server.stop()
         }
     }
 }
