@@ -109,37 +109,46 @@ public enum RChatTriggers {
 
     /// For each conversation of `user` with pending members: gives each such member (that
     /// exists) the conversation, and marks them active in both records. Idempotent.
+    ///
+    /// Every copy handed out already shows all the members activated here as active, so the
+    /// members' own User changes find nothing left to do: a room of N members costs O(N)
+    /// operations, not one pass over N members for each of them.
     static func activatePendingMembers(of userID: String, _ user: [String: JSONValue], _ context: TriggerContext) async throws {
-        let conversations = user["conversations"]?.arrayValue ?? []
-        var pending: [(conversation: [String: JSONValue], userName: String)] = []
-        for conversation in conversations {
-            guard let fields = conversation.objectValue else { continue }
-            for member in fields["members"]?.arrayValue ?? [] where member["membershipStatus"] == .string(MembershipStatus.pending.rawValue) {
-                if let name = member["userName"]?.stringValue, name != user["userName"]?.stringValue {
-                    pending.append((fields, name))
-                }
+        let me = user["userName"]?.stringValue
+        let pending = JSONValue.string(MembershipStatus.pending.rawValue)
+        let conversations = (user["conversations"]?.arrayValue ?? []).compactMap(\.objectValue)
+        func pendingNames(_ conversation: [String: JSONValue]) -> [String] {
+            (conversation["members"]?.arrayValue ?? []).compactMap { member in
+                guard member["membershipStatus"] == pending, let name = member["userName"]?.stringValue, name != me else { return nil }
+                return name
             }
         }
-        guard !pending.isEmpty else { return }
-        let found = try await context.find(User.collection, where: "userName", in: Array(Set(pending.map(\.userName))))
+        let names = Set(conversations.flatMap(pendingNames))
+        guard !names.isEmpty else { return }
+        let found = try await context.find(User.collection, where: "userName", in: Array(names))
         let byName = Dictionary(found.compactMap { entry in entry.object.body?["userName"]?.stringValue.map { ($0, entry) } }, uniquingKeysWith: { first, _ in first })
         var operations: [Partition: [SyncOperation]] = [:]
         let own = RChat.userPartition(userID)
-        for (conversation, name) in pending {
-            guard let member = byName[name], let id = conversation["id"]?.stringValue else { continue }
-            let memberConversations = member.object.body?["conversations"]?.arrayValue ?? []
-            if !memberConversations.contains(where: { $0["id"] == .string(id) }) {
-                var copy = conversation
-                copy["unreadCount"] = 0
-                copy["members"] = .array((conversation["members"]?.arrayValue ?? []).map { entry in
-                    guard entry["userName"] == .string(name), var fields = entry.objectValue else { return entry }
-                    fields["membershipStatus"] = .string(MembershipStatus.active.rawValue)
-                    return .object(fields)
-                })
-                operations[member.partition, default: []].append(.arrayAppend(member.object.key, path: try Path(parsing: "conversations"), value: .object(copy)))
+        for conversation in conversations {
+            guard let id = conversation["id"]?.stringValue else { continue }
+            let activated = Set(pendingNames(conversation).filter { byName[$0] != nil })
+            guard !activated.isEmpty else { continue }
+            var copy = conversation
+            copy["unreadCount"] = 0
+            copy["members"] = .array((conversation["members"]?.arrayValue ?? []).map { entry in
+                guard let name = entry["userName"]?.stringValue, activated.contains(name), var fields = entry.objectValue else { return entry }
+                fields["membershipStatus"] = .string(MembershipStatus.active.rawValue)
+                return .object(fields)
+            })
+            for name in activated.sorted() {
+                let member = byName[name]!
+                let memberConversations = member.object.body?["conversations"]?.arrayValue ?? []
+                if !memberConversations.contains(where: { $0["id"] == .string(id) }) {
+                    operations[member.partition, default: []].append(.arrayAppend(member.object.key, path: try Path(parsing: "conversations"), value: .object(copy)))
+                }
+                let status = try Path(parsing: "conversations[id=\(id)].members[userName=\(name)].membershipStatus")
+                operations[own, default: []].append(.set(userKey(userID), path: status, value: .string(MembershipStatus.active.rawValue)))
             }
-            let status = try Path(parsing: "conversations[id=\(id)].members[userName=\(name)].membershipStatus")
-            operations[own, default: []].append(.set(userKey(userID), path: status, value: .string(MembershipStatus.active.rawValue)))
         }
         try await context.apply(operations)
     }
