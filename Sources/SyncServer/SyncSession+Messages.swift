@@ -46,7 +46,7 @@ extension SyncSession {
         case .unsubscribe(let partition):
             unsubscribe(partition)
         case .upload(let requestId, let partition, let operations):
-            await upload(operations, to: partition, requestId: requestId, as: principal)
+            await enqueueUpload(QueuedUpload(requestId: requestId, partition: partition, operations: operations))
         }
     }
 
@@ -134,40 +134,6 @@ extension SyncSession {
         releaseInputs(removed.inputs)
         services.metrics.subscriptions.decrement()
         if let code { send(.unsubscribed(partition: partition, code: code)) }
-    }
-
-    func upload(_ operations: [SyncOperation], to partition: Partition, requestId: String, as principal: Principal) async {
-        state.withLock { $0.uploading = true }
-        defer {
-            let closeNow = state.withLock { state -> Bool in
-                state.uploading = false
-                return state.shuttingDown
-            }
-            if closeNow { close(.goingAway, "the server is shutting down") }
-        }
-        let cached = state.withLock { $0.writeDecisions[partition] }
-        var canWrite = cached
-        if canWrite == nil {
-            let counted = state.withLock { $0.writeInputsCounted.insert(partition).inserted }
-            if counted { retainInputs(services.permissions.inputs(of: principal, for: partition)) }
-            do {
-                let allowed = try await services.permissions.canWrite(principal, partition, context: services.permissionContext)
-                state.withLock { $0.writeDecisions[partition] = allowed }
-                canWrite = allowed
-            } catch {
-                send(.error(ServerError.describe(error, logger: logger), partition: partition))
-                return
-            }
-        }
-        let outcome = await services.uploads.upload(operations, to: partition, requestId: requestId, by: principal, canWrite: canWrite)
-        switch outcome {
-        case .ack(let result):
-            send(.ack(requestId: requestId, partition: partition, cursor: result.cursor, version: result.version))
-        case .rejected(let error, let objects):
-            send(.rejected(requestId: requestId, partition: partition, error: error, objects: objects))
-        case .failed(let error):
-            send(.error(error, partition: partition))
-        }
     }
 
     /// Ends every subscription: the session is closing.

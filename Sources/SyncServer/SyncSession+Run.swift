@@ -37,6 +37,10 @@ extension SyncSession {
                     return nil
                 }
                 group.addTask {
+                    await self.uploadLoop()
+                    return nil
+                }
+                group.addTask {
                     await self.timerLoop()
                     return nil
                 }

@@ -10,10 +10,12 @@ import SyncStorage
 /// One WebSocket connection: its principal, its subscriptions, and a bounded queue of
 /// outgoing messages.
 ///
-/// Four tasks serve it (see `SyncSession+Run.swift`): the reader handles client messages in
-/// order; the writer drains the queue into the socket, at the pace the client reads; the
-/// worker reads snapshot and catch-up pages and performs permission re-checks; the timer
-/// closes idle and expired sessions.
+/// Five tasks serve it (see `SyncSession+Run.swift`): the reader handles client messages in
+/// order, handing uploads to the uploader; the uploader applies them in order, the consecutive
+/// ones to one partition in one transaction (see `SyncSession+Uploads.swift`); the writer
+/// drains the queue into the socket, at the pace the client reads; the worker reads snapshot
+/// and catch-up pages and performs permission re-checks; the timer closes idle and expired
+/// sessions.
 ///
 /// A subscription is either catching up (the worker reads pages from its last delivered
 /// cursor, one page in flight at a time) or live (the hub hands it every commit). When the
@@ -39,6 +41,13 @@ final class SyncSession: FeedSubscriber, Sendable {
         var inputs: [Partition]
     }
 
+    /// An upload waiting for the uploader.
+    struct QueuedUpload {
+        var requestId: String
+        var partition: Partition
+        var operations: [SyncOperation]
+    }
+
     enum Item {
         case reply(String)
         case changes(Partition, generation: Int, cursor: Cursor, text: String)
@@ -60,7 +69,10 @@ final class SyncSession: FeedSubscriber, Sendable {
         var inputChanges = 0
         var writeDecisions: [Partition: Bool] = [:]
         var shuttingDown = false
+        /// A batch of uploads is being applied.
         var uploading = false
+        /// Uploads received and not yet applied, in order.
+        var uploads: Deque<QueuedUpload> = []
         /// How many subscriptions and write decisions depend on each permission input.
         var inputUses: [Partition: Int] = [:]
         /// Partitions whose write decision's inputs are counted in `inputUses`.
@@ -77,12 +89,15 @@ final class SyncSession: FeedSubscriber, Sendable {
     let writerWakeups: AsyncStream<Void>
     let workerSignal: AsyncStream<Void>.Continuation
     let workerWakeups: AsyncStream<Void>
+    let uploaderSignal: AsyncStream<Void>.Continuation
+    let uploaderWakeups: AsyncStream<Void>
 
     init(services: SessionServices, id: Int, principal: Principal?, expires: Date?) {
         self.services = services
         self.id = id
         (writerWakeups, writerSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         (workerWakeups, workerSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        (uploaderWakeups, uploaderSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         state.withLock {
             $0.principal = principal
             $0.expires = expires

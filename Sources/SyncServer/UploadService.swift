@@ -57,6 +57,51 @@ struct UploadService: Sendable {
         }
     }
 
+    /// Applies uploads of one principal to one partition, in order, in one transaction (see
+    /// ``ObjectStore/upload(batch:validate:)``); one outcome per upload.
+    func upload(
+        batch: [(requestId: String, operations: [SyncOperation])], to partition: Partition, by principal: Principal,
+        canWrite: Bool
+    ) async -> [Outcome] {
+        guard batch.count > 1 else {
+            return await batch.asyncMap { await upload($0.operations, to: partition, requestId: $0.requestId, by: principal, canWrite: canWrite) }
+        }
+        let started = ContinuousClock.now
+        defer { metrics.uploadDuration.record(duration: ContinuousClock.now - started) }
+        guard canWrite else {
+            return await batch.asyncMap {
+                await reject(SyncError(.permissionDenied, "you may not write to \(partition)"), $0.operations, partition, principal)
+            }
+        }
+        let permissions = self.permissions
+        let results: [Result<UploadResult, SyncError>]
+        do {
+            results = try await store.upload(
+                batch: batch.map { Upload(partition: partition, operations: $0.operations, principal: principal.description, requestId: $0.requestId) }
+            ) { changes, transaction in
+                try await permissions.validate(changes, in: partition, by: principal, transaction: transaction)
+            }
+        } catch {
+            let failure = ServerError.describe(error, logger: logger)
+            for _ in batch {
+                metrics.countUpload("error")
+                metrics.countError(failure.code.rawValue)
+            }
+            return batch.map { _ in .failed(failure) }
+        }
+        var outcomes: [Outcome] = []
+        for (upload, result) in zip(batch, results) {
+            switch result {
+            case .success(let result):
+                metrics.countUpload("ack")
+                outcomes.append(.ack(result))
+            case .failure(let error):
+                outcomes.append(await reject(error, upload.operations, partition, principal))
+            }
+        }
+        return outcomes
+    }
+
     private func reject(_ error: SyncError, _ operations: [SyncOperation], _ partition: Partition, _ principal: Principal) async -> Outcome {
         metrics.countUpload("rejected")
         metrics.countError(error.code.rawValue)
@@ -104,4 +149,14 @@ enum ServerError {
 /// A database that cannot be reached.
 struct PostgresUnavailable: Error {
     var message: String
+}
+
+extension Array {
+    /// The elements transformed one after the other, in order.
+    func asyncMap<T>(_ transform: (Element) async -> T) async -> [T] {
+        var result: [T] = []
+        result.reserveCapacity(count)
+        for element in self { result.append(await transform(element)) }
+        return result
+    }
 }

@@ -13,13 +13,7 @@ extension ObjectStore {
     /// and applies nothing, even when both arrive at once.
     @discardableResult
     public func upload(_ upload: Upload, validate: Validator? = nil) async throws -> UploadResult {
-        if let requestId = upload.requestId {
-            guard !requestId.isEmpty, requestId.count <= Upload.maximumRequestIDLength,
-                !requestId.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-            else {
-                throw SyncError(.badRequest, "a requestId has 1 to \(Upload.maximumRequestIDLength) characters")
-            }
-        }
+        try Self.checkRequestID(upload.requestId)
         let epoch = try await epoch()
         do {
             return try await withWriteTransaction(author: upload.principal) { transaction in
@@ -50,8 +44,17 @@ extension ObjectStore {
         }
     }
 
+    static func checkRequestID(_ requestId: String?) throws(SyncError) {
+        guard let requestId else { return }
+        guard !requestId.isEmpty, requestId.count <= Upload.maximumRequestIDLength,
+            !requestId.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
+            throw SyncError(.badRequest, "a requestId has 1 to \(Upload.maximumRequestIDLength) characters")
+        }
+    }
+
     /// Stores an upload's outcome; `false` when one is already stored for its request id.
-    private func record(
+    func record(
         _ outcome: JSONValue, of upload: Upload, requestId: String, on connection: PostgresConnection
     ) async throws -> Bool {
         let rows = try await connection.query(
@@ -66,7 +69,7 @@ extension ObjectStore {
     }
 
     /// The stored outcome of an earlier upload with the same request id.
-    private func replay(_ upload: Upload, epoch: UUID) async throws -> UploadResult {
+    func replay(_ upload: Upload, epoch: UUID) async throws -> UploadResult {
         let rows = try await client.query(
             """
             SELECT partition, outcome FROM psync_requests

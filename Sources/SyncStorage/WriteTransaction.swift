@@ -142,6 +142,26 @@ public final class WriteTransaction {
         return result
     }
 
+    /// Runs `body` inside a savepoint: when it throws, the database and this transaction's
+    /// record of changes and events go back to where they were before it, the error is
+    /// rethrown, and the transaction stays usable. Partitions must be locked before (a lock
+    /// taken inside a savepoint that is rolled back would be released).
+    public func withSavepoint<Result>(_ body: () async throws -> Result) async throws -> Result {
+        let (changeCount, eventCount, lockedBefore) = (changes.count, events.count, versions)
+        try await connection.query("SAVEPOINT psync_upload", logger: logger)
+        do {
+            let result = try await body()
+            try await connection.query("RELEASE SAVEPOINT psync_upload", logger: logger)
+            return result
+        } catch {
+            try await connection.query("ROLLBACK TO SAVEPOINT psync_upload", logger: logger)
+            changes.removeLast(changes.count - changeCount)
+            events.removeLast(events.count - eventCount)
+            versions = lockedBefore
+            throw error
+        }
+    }
+
     /// Records an event about a user (registered, deleted) or a user's presence (opened,
     /// closed), delivered to triggers like object changes.
     public func recordUserEvent(_ kind: ChangeEvent.Kind, _ operation: ChangeEvent.Operation, userID: String, details: [String: JSONValue]? = nil) {

@@ -1,0 +1,96 @@
+import Foundation
+import Logging
+import NIOWebSocket
+import Synchronization
+import SyncProtocol
+import SyncStorage
+
+extension SyncSession {
+    /// Most uploads the reader queues before it stops reading (the client then waits on TCP).
+    static let maximumQueuedUploads = 256
+    /// Most uploads applied in one transaction.
+    static let maximumBatchUploads = 100
+    /// Most operations in one transaction (several uploads' together).
+    static let maximumBatchOperations = 5_000
+
+    /// Queues an upload for the uploader; waits while the queue is full.
+    func enqueueUpload(_ upload: QueuedUpload) async {
+        while state.withLock({ $0.uploads.count >= Self.maximumQueuedUploads && !$0.closing }) {
+            do { try await Task.sleep(for: .milliseconds(2)) } catch { return }
+        }
+        state.withLock { $0.uploads.append(upload) }
+        uploaderSignal.yield()
+    }
+
+    /// Applies queued uploads in order until the session ends. The uploads at the head of the
+    /// queue that go to the same partition are applied together, in one transaction with one
+    /// commit (each still all-or-nothing): a client sending faster than single commits go
+    /// through is not held to one commit per upload.
+    func uploadLoop() async {
+        for await _ in uploaderWakeups {
+            while let batch = takeUploadBatch() {
+                await apply(batch)
+                let closeNow = state.withLock { state -> Bool in
+                    state.uploading = false
+                    return state.shuttingDown
+                }
+                if closeNow {
+                    close(.goingAway, "the server is shutting down")
+                    return
+                }
+            }
+        }
+    }
+
+    /// Takes the uploads at the head of the queue to one partition; `nil` when there are
+    /// none, or the session is closing (uploads not begun are dropped: the client resends
+    /// them, and their request ids make that harmless).
+    private func takeUploadBatch() -> [QueuedUpload]? {
+        state.withLock { state in
+            guard !state.closing, !state.shuttingDown, let first = state.uploads.first else { return nil }
+            var batch: [QueuedUpload] = []
+            var operations = 0
+            while let next = state.uploads.first, next.partition == first.partition, batch.count < Self.maximumBatchUploads,
+                batch.isEmpty || operations + next.operations.count <= Self.maximumBatchOperations
+            {
+                batch.append(state.uploads.removeFirst())
+                operations += next.operations.count
+            }
+            state.uploading = true
+            return batch
+        }
+    }
+
+    /// Checks the write permission once for the batch, applies it and answers each upload.
+    private func apply(_ batch: [QueuedUpload]) async {
+        guard let principal else { return }
+        let partition = batch[0].partition
+        let cached = state.withLock { $0.writeDecisions[partition] }
+        var canWrite = cached
+        if canWrite == nil {
+            let counted = state.withLock { $0.writeInputsCounted.insert(partition).inserted }
+            if counted { retainInputs(services.permissions.inputs(of: principal, for: partition)) }
+            do {
+                let allowed = try await services.permissions.canWrite(principal, partition, context: services.permissionContext)
+                state.withLock { $0.writeDecisions[partition] = allowed }
+                canWrite = allowed
+            } catch {
+                let failure = ServerError.describe(error, logger: logger)
+                for _ in batch { send(.error(failure, partition: partition)) }
+                return
+            }
+        }
+        let outcomes = await services.uploads.upload(
+            batch: batch.map { ($0.requestId, $0.operations) }, to: partition, by: principal, canWrite: canWrite ?? false)
+        for (upload, outcome) in zip(batch, outcomes) {
+            switch outcome {
+            case .ack(let result):
+                send(.ack(requestId: upload.requestId, partition: partition, cursor: result.cursor, version: result.version))
+            case .rejected(let error, let objects):
+                send(.rejected(requestId: upload.requestId, partition: partition, error: error, objects: objects))
+            case .failed(let error):
+                send(.error(error, partition: partition))
+            }
+        }
+    }
+}
