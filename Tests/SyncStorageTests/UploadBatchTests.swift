@@ -29,7 +29,7 @@ struct UploadBatchTests {
                 }
             }
             #expect(results.count == 5)
-            let version = try #require(try results[0].get().version)
+            let version = try results[0].get().version
             #expect(try results[2].get().version == version)
             #expect(try results[3].get().isReplay)
             #expect(try results[3].get().version == version)
