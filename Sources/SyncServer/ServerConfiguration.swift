@@ -23,6 +23,10 @@ public struct ServerConfiguration: Sendable {
     public var presenceLease: Duration = .seconds(15)
     /// Service names whose API keys may use the admin endpoints (`/v1/admin/…`). Default `admin`.
     public var adminServices: Set<String> = ["admin"]
+    /// How often the instance reads the versions of the partitions its sessions follow, in
+    /// case a commit's notification was lost (its writer died between COMMIT and the
+    /// notification). Default 1 second.
+    public var changePollInterval: Duration = .seconds(1)
     /// Connections in the PostgreSQL pool. Default 20.
     public var databasePoolSize: Int = 20
     /// Name reported in logs and the `server` header. Default `psync`.

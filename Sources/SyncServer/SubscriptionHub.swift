@@ -33,6 +33,9 @@ public final class SubscriptionHub: Service, Sendable {
     struct State {
         var feeds: [Partition: Feed] = [:]
         var watchers: [Partition: [ObjectIdentifier: WeakSubscriber]] = [:]
+        /// The newest version seen of each watched partition: a permission input is checked
+        /// again once per new version, whether a notification or the poll reports it.
+        var inputVersions: [Partition: Int64] = [:]
     }
 
     struct WeakSubscriber {
@@ -55,23 +58,27 @@ public final class SubscriptionHub: Service, Sendable {
 
     let store: ObjectStore
     let batchSize: Int
+    let pollInterval: Duration
     let logger: Logger
     let metrics: ServerMetrics
     private let state = Mutex(State())
     private let events: AsyncStream<Event>
     private let eventSink: AsyncStream<Event>.Continuation
 
-    init(store: ObjectStore, batchSize: Int, metrics: ServerMetrics, logger: Logger) {
+    init(store: ObjectStore, batchSize: Int, pollInterval: Duration = .seconds(1), metrics: ServerMetrics, logger: Logger) {
         self.store = store
         self.batchSize = batchSize
+        self.pollInterval = pollInterval
         self.metrics = metrics
         self.logger = logger
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
     }
 
-    /// Reads the feeds that have new commits, each in a task of its own, until shutdown.
+    /// Reads the feeds that have new commits, each in a task of its own, until shutdown; and
+    /// polls the versions of the partitions it follows every ``pollInterval``.
     public func run() async {
         await withDiscardingTaskGroup { group in
+            group.addTask { await self.poll() }
             for await event in events.cancelOnGracefulShutdown() {
                 switch event {
                 case .fetch(let partition):
@@ -84,10 +91,20 @@ public final class SubscriptionHub: Service, Sendable {
 
     // MARK: Input from the change listener
 
-    /// A commit announced a new version of a partition.
-    func committed(_ partition: Partition, version: Int64) {
+    /// A commit announced a new version of a partition, or the poll found one.
+    ///
+    /// A watched partition whose version was not known yet counts as changed when a
+    /// notification says so, not when the poll first reads it.
+    func committed(_ partition: Partition, version: Int64, polled: Bool = false) {
         let (fetch, watchers) = state.withLock { state -> (Bool, [any FeedSubscriber]) in
-            let watchers = state.watchers[partition]?.values.compactMap(\.subscriber) ?? []
+            var watchers: [any FeedSubscriber] = []
+            if let entries = state.watchers[partition] {
+                let known = state.inputVersions[partition]
+                if known.map({ version > $0 }) ?? !polled {
+                    watchers = entries.values.compactMap(\.subscriber)
+                }
+                state.inputVersions[partition] = max(version, known ?? version)
+            }
             guard var feed = state.feeds[partition], version > feed.position.version else { return (false, watchers) }
             if feed.fetching {
                 feed.dirty = true
@@ -176,7 +193,10 @@ public final class SubscriptionHub: Service, Sendable {
         state.withLock { state in
             for input in inputs {
                 state.watchers[input]?.removeValue(forKey: ObjectIdentifier(subscriber))
-                if state.watchers[input]?.isEmpty == true { state.watchers.removeValue(forKey: input) }
+                if state.watchers[input]?.isEmpty == true {
+                    state.watchers.removeValue(forKey: input)
+                    state.inputVersions.removeValue(forKey: input)
+                }
             }
         }
     }
@@ -184,6 +204,29 @@ public final class SubscriptionHub: Service, Sendable {
     /// Counts for tests and metrics: feeds and live members.
     var counts: (feeds: Int, members: Int) {
         state.withLock { state in (state.feeds.count, state.feeds.values.reduce(0) { $0 + $1.members.count }) }
+    }
+
+    // MARK: Polling
+
+    /// The safety net under notifications: commits are announced after they commit, so a
+    /// process that dies in between leaves one unannounced. Every ``pollInterval`` this reads
+    /// the versions of the partitions it follows (one statement) and treats a newer one like a
+    /// notification.
+    private func poll() async {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await Task.sleep(for: pollInterval)
+            let partitions = state.withLock { state in Array(Set(state.feeds.keys).union(state.watchers.keys)) }
+            guard !partitions.isEmpty else { continue }
+            do {
+                let heads = try await store.headVersions(of: partitions)
+                for (partition, version) in heads {
+                    committed(partition, version: version, polled: true)
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("polling partition versions failed", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     // MARK: Reading a feed

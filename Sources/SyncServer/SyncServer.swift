@@ -114,7 +114,9 @@ public final class SyncServer: Service, Sendable {
         }
         let auth = AuthService(store: store, configuration: configuration.auth, issuer: issuer, logger: logger)
         let uploads = UploadService(store: store, permissions: permissions, metrics: metrics, logger: logger)
-        let hub = SubscriptionHub(store: store, batchSize: configuration.sessions.batchSize, metrics: metrics, logger: logger)
+        let hub = SubscriptionHub(
+            store: store, batchSize: configuration.sessions.batchSize, pollInterval: configuration.changePollInterval,
+            metrics: metrics, logger: logger)
         runningHub.withLock { $0 = hub }
         let triggers = TriggerService(
             store: store, triggers: application.triggers, configuration: configuration.triggers, instance: instance,

@@ -24,7 +24,15 @@ public struct EventLog: Sendable {
     /// last position, or `nil` when there was nothing to number.
     @discardableResult
     public func sequence(limit: Int = 10_000) async throws -> Int64? {
-        try await store.client.withTransaction(logger: logger) { connection in
+        try await store.client.withConnection { connection in
+            let last = try await sequence(limit: limit, on: connection)
+            if let last { await store.announce(["seq:\(last)"], on: connection) }
+            return last
+        }
+    }
+
+    private func sequence(limit: Int, on connection: PostgresConnection) async throws -> Int64? {
+        try await connection.withTransaction(logger: logger) { connection in
             var last: Int64 = 0
             for try await value in try await connection.query(
                 "SELECT last_seq FROM psync_sequencer FOR UPDATE", logger: logger
@@ -44,8 +52,6 @@ public struct EventLog: Sendable {
             guard count > 0 else { return nil }
             try await connection.query(
                 "UPDATE psync_sequencer SET last_seq = \(last + count)", logger: logger)
-            try await connection.query(
-                "SELECT pg_notify(\(ObjectStore.notificationChannel), \("seq:\(last + count)"))", logger: logger)
             return last + count
         }
     }

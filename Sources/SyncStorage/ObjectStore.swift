@@ -31,7 +31,28 @@ public final class ObjectStore: Sendable {
 
     /// The PostgreSQL notification channel on which every commit announces, per partition it
     /// changed, `"<version>:<partition>"`.
+    ///
+    /// The announcement is sent right after COMMIT, in a statement of its own, not inside the
+    /// writing transaction: PostgreSQL commits notifying transactions one at a time (a
+    /// database-wide lock held across the WAL flush), which would cap every write at the speed
+    /// of one flush. A notification-only transaction writes no WAL of its own, so the lock is
+    /// brief. A process that dies between the two leaves the commit unannounced: listeners
+    /// also poll the versions of the partitions they follow (``SubscriptionHub``), and the
+    /// trigger sequencer polls for unnumbered events.
     public static let notificationChannel = "psync_changes"
+
+    /// Sends `payloads` on ``notificationChannel`` outside any transaction. A failure is
+    /// logged, not thrown: what it announces is committed already, and the pollers find it.
+    func announce(_ payloads: [String], on connection: PostgresConnection) async {
+        guard !payloads.isEmpty else { return }
+        do {
+            try await connection.query(
+                "SELECT pg_notify(\(Self.notificationChannel), payload) FROM unnest(\(payloads)::text[]) AS t(payload)",
+                logger: logger)
+        } catch {
+            logger.warning("announcing a commit failed; listeners will find it by polling", metadata: ["error": "\(error)"])
+        }
+    }
 
     /// The identity of this database, carried in every cursor.
     public func epoch() async throws -> UUID {
@@ -54,6 +75,18 @@ public final class ObjectStore: Sendable {
             "SELECT version FROM psync_partitions WHERE partition = \(partition.description)", logger: logger)
         for try await version in rows.decode(Int64.self) { return version }
         return 0
+    }
+
+    /// The newest committed version of each partition that was ever written to.
+    public func headVersions(of partitions: [Partition]) async throws -> [(Partition, Int64)] {
+        let rows = try await client.query(
+            "SELECT partition, version FROM psync_partitions WHERE partition = ANY(\(partitions.map(\.description))::text[])",
+            logger: logger)
+        var result: [(Partition, Int64)] = []
+        for try await (name, version) in rows.decode((String, Int64).self) {
+            result.append((try Partition(name), version))
+        }
+        return result
     }
 
     /// The current state of each object, live or tombstone, whatever its partition; keys
@@ -96,6 +129,7 @@ public final class ObjectStore: Sendable {
                         let result = try await body(transaction)
                         try await transaction.finish()
                         try await connection.query("COMMIT", logger: logger)
+                        await announce(transaction.announcements, on: connection)
                         return result
                     } catch {
                         _ = try? await connection.query("ROLLBACK", logger: logger)

@@ -27,6 +27,12 @@ public final class WriteTransaction {
     public private(set) var changes: [(partition: Partition, version: Int64, change: ObjectChange)] = []
     /// Events to record at commit, in order.
     var events: [PendingEvent] = []
+    /// Objects read or written in this transaction (`nil`: not stored), so a key is read from
+    /// the database once. Entries of a partition are dropped when it is locked, and entries of
+    /// keys not stored then too: only a read after the lock sees every commit before ours.
+    private var known: [ObjectKey: (partition: String, state: DocumentState)?] = [:]
+    /// Changes applied by ``stage(_:in:validate:)`` and not written yet.
+    private var staged: [(partition: Partition, version: Int64, change: ObjectChange)] = []
 
     init(connection: PostgresConnection, store: ObjectStore, author: String, depth: Int) {
         self.connection = connection
@@ -52,12 +58,31 @@ public final class WriteTransaction {
             for try await (name, version) in rows.decode((String, Int64).self) {
                 versions[try Partition(name)] = version
             }
+            known = known.filter { _, entry in entry.map { !names.contains($0.partition) } ?? false }
         }
         return versions.filter { partitions.contains($0.key) }
     }
 
-    /// The stored state and partition of each key; keys never stored are left out.
+    /// The stored state and partition of each key; keys never stored are left out. Includes
+    /// this transaction's own writes, staged ones too; each key is read from the database once
+    /// per transaction (again after its partition is locked).
     public func load(_ keys: [ObjectKey]) async throws -> [ObjectKey: (partition: String, state: DocumentState)] {
+        var result: [ObjectKey: (partition: String, state: DocumentState)] = [:]
+        var missing: [ObjectKey] = []
+        for key in keys {
+            if let entry = known[key] {
+                if let entry { result[key] = entry }
+            } else {
+                missing.append(key)
+            }
+        }
+        for (key, entry) in try await read(missing) {
+            result[key] = entry
+        }
+        return result
+    }
+
+    private func read(_ keys: [ObjectKey]) async throws -> [ObjectKey: (partition: String, state: DocumentState)] {
         guard !keys.isEmpty else { return [:] }
         let rows = try await connection.query(
             """
@@ -71,6 +96,7 @@ public final class WriteTransaction {
             let state: DocumentState = body?.value.objectValue.map(DocumentState.live) ?? .deleted
             result[ObjectKey(uncheckedCollection: collection, id: id)] = (partition, state)
         }
+        for key in keys { known[key] = result[key] }
         return result
     }
 
@@ -147,7 +173,8 @@ public final class WriteTransaction {
     /// rethrown, and the transaction stays usable. Partitions must be locked before (a lock
     /// taken inside a savepoint that is rolled back would be released).
     public func withSavepoint<Result>(_ body: () async throws -> Result) async throws -> Result {
-        let (changeCount, eventCount, lockedBefore) = (changes.count, events.count, versions)
+        precondition(staged.isEmpty, "staged changes are written before a savepoint")
+        let (changeCount, eventCount, lockedBefore, knownBefore) = (changes.count, events.count, versions, known)
         try await connection.query("SAVEPOINT psync_upload", logger: logger)
         do {
             let result = try await body()
@@ -158,6 +185,8 @@ public final class WriteTransaction {
             changes.removeLast(changes.count - changeCount)
             events.removeLast(events.count - eventCount)
             versions = lockedBefore
+            known = knownBefore
+            staged = []
             throw error
         }
     }
@@ -183,8 +212,55 @@ public final class WriteTransaction {
         let version = try await lock([partition])[partition]!
         // Read after the lock, in a new statement: under READ COMMITTED it sees every commit
         // that preceded ours on this partition.
-        let keys = OperationApplier.keys(of: operations)
-        let stored = try await load(keys)
+        let changes = try await compute(operations, in: partition, validate: validate)
+        try await write([(partition, version, changes)])
+        return changes
+    }
+
+    /// Like ``apply(_:in:validate:)`` for a partition already locked, but the changes are
+    /// only computed, validated and remembered (later reads in this transaction see them):
+    /// ``writeStaged()`` writes every staged change at once. A refusal (thrown) stages
+    /// nothing and leaves the database untouched, so no savepoint is needed for it.
+    /// `validate` must not write.
+    @discardableResult
+    public func stage(
+        _ operations: [SyncOperation],
+        in partition: Partition,
+        validate: ((_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void)? = nil
+    ) async throws -> [ObjectChange] {
+        guard let version = versions[partition] else {
+            preconditionFailure("stage(_:in:) needs \(partition) locked first")
+        }
+        try store.limits.check(operationCount: operations.count)
+        let changes = try await compute(operations, in: partition, validate: validate)
+        for change in changes {
+            known[change.key] = (partition.description, change.after)
+            staged.append((partition, version, change))
+        }
+        return changes
+    }
+
+    /// Writes every staged change in one statement.
+    public func writeStaged() async throws {
+        let pending = staged
+        staged = []
+        var batches: [(partition: Partition, version: Int64, changes: [ObjectChange])] = []
+        for (partition, version, change) in pending {
+            if let last = batches.last, last.partition == partition {
+                batches[batches.count - 1].changes.append(change)
+            } else {
+                batches.append((partition, version, [change]))
+            }
+        }
+        try await write(batches)
+    }
+
+    /// The changes of `operations` on the current state of their objects, validated.
+    private func compute(
+        _ operations: [SyncOperation], in partition: Partition,
+        validate: ((_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void)?
+    ) async throws -> [ObjectChange] {
+        let stored = try await load(OperationApplier.keys(of: operations))
         var current: [ObjectKey: DocumentState] = [:]
         for (key, entry) in stored {
             guard entry.partition == partition.description else {
@@ -194,20 +270,14 @@ public final class WriteTransaction {
         }
         let changes = try OperationApplier(partition: partition, limits: store.limits).apply(operations, to: current)
         try await validate?(changes, self)
-        try await write([(partition, version, changes)])
         return changes
     }
 
     /// Finishes the transaction's work before COMMIT, in one statement: stamps the changed
-    /// partitions with a Lamport clock, records the events, and announces on
-    /// ``ObjectStore/notificationChannel`` the new version of every changed partition (and
-    /// `events` when there are events). PostgreSQL delivers notifications at commit, and drops
-    /// them on rollback.
+    /// partitions with a Lamport clock and records the events.
     func finish() async throws {
         guard !events.isEmpty else { return }
         let changed = Set(changes.map(\.partition)).sorted()
-        var payloads = changed.map { "\(versions[$0]!):\($0)" }
-        payloads.append("events")
         let none = Array("null".utf8)
         let rows = try await connection.query(
             """
@@ -233,19 +303,32 @@ public final class WriteTransaction {
                      WITH ORDINALITY AS e(kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, depth, ord)
                 ORDER BY e.ord
                 RETURNING 1
-            ), notified AS (
-                SELECT pg_notify(\(ObjectStore.notificationChannel), payload) FROM unnest(\(payloads)::text[]) AS t(payload)
             )
-            SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM notified)
+            SELECT count(*) FROM inserted
             """, logger: logger)
         for try await _ in rows {}
+    }
+
+    /// What to announce on ``ObjectStore/notificationChannel`` once the transaction has
+    /// committed: the new version of every changed partition (`"<version>:<partition>"`), and
+    /// `events` when there are events.
+    var announcements: [String] {
+        guard !events.isEmpty else { return [] }
+        var payloads = Set(changes.map(\.partition)).sorted().map { "\(versions[$0]!):\($0)" }
+        payloads.append("events")
+        return payloads
     }
 
     /// Writes computed changes as they are (no operations applied): live bodies and tombstones,
     /// for all the given partitions in one statement.
     func write(_ batches: [(partition: Partition, version: Int64, changes: [ObjectChange])]) async throws {
-        let all = batches.flatMap { batch in batch.changes.map { (batch.partition, batch.version, $0) } }
-        guard !all.isEmpty else { return }
+        let every = batches.flatMap { batch in batch.changes.map { (batch.partition, batch.version, $0) } }
+        guard !every.isEmpty else { return }
+        // One row per object: the last change of a key is its state (one statement cannot
+        // update a row twice). Every change still gets its event.
+        var last: [ObjectKey: Int] = [:]
+        for (index, entry) in every.enumerated() { last[entry.2.key] = index }
+        let all = every.indices.filter { last[every[$0].2.key] == $0 }.map { every[$0] }
         let rows = try await connection.query(
             """
             INSERT INTO psync_objects AS o (collection, id, partition, version, body)
@@ -264,7 +347,8 @@ public final class WriteTransaction {
             // Another transaction created one of these keys in another partition meanwhile.
             throw SyncError(.partitionMismatch, "an object of this upload was created in another partition meanwhile")
         }
-        for (partition, version, change) in all {
+        for (partition, version, change) in every {
+            known[change.key] = (partition.description, change.after)
             changes.append((partition, version, change))
             var event = PendingEvent(change: change, partition: partition, version: version)
             event.depth = depth

@@ -46,6 +46,44 @@ struct ResilienceTests {
         }
     }
 
+    @Test("a commit whose notification was never sent (its writer died after COMMIT) still reaches subscribers, by the poll")
+    func unannouncedCommit() async throws {
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url) { server in
+                let alice = try await server.register("alice@example.com")
+                let mine = partition("user=\(alice.userID)")
+                let client = try await server.connect(token: alice.accessToken)
+                _ = try await client.next()
+                client.send(.subscribe(partition: mine, cursor: nil))
+                var copy = PartitionCopy()
+                try await client.sync(mine, into: &copy)
+                // What a writer does before it announces: bump the version, write the object.
+                // No notification is ever sent for it.
+                try await db.client.withTransaction(logger: db.logger) { connection in
+                    _ = try await connection.query(
+                        """
+                        WITH bumped AS (
+                            INSERT INTO psync_partitions AS p (partition, version) VALUES (\(mine.description), 1)
+                            ON CONFLICT (partition) DO UPDATE SET version = p.version + 1
+                            RETURNING version)
+                        INSERT INTO psync_objects (collection, id, partition, version, body)
+                        SELECT 'Note', 'silent', \(mine.description), version, '{"text":"unannounced"}'::jsonb FROM bumped
+                        """, logger: db.logger)
+                }
+                let started = ContinuousClock.now
+                guard case .changes(let batch) = try await client.next(timeout: .seconds(5)) else {
+                    Issue.record("the unannounced commit never arrived")
+                    return
+                }
+                #expect(batch.objects.map(\.key) == [key("Note", "silent")])
+                #expect(batch.objects.first?.body?["text"] == "unannounced")
+                // The poll runs every second (the default).
+                #expect(ContinuousClock.now - started < .seconds(3))
+                await client.close()
+            }
+        }
+    }
+
     /// A validator that holds an upload until released, to have one in flight at shutdown.
     struct Gate: WriteValidator {
         let entered: AsyncStream<Void>.Continuation
