@@ -245,9 +245,9 @@ public final class SubscriptionHub: Service, Sendable {
                 state.feeds[partition] = feed
                 return feed.cursor
             }) else { return }
-            let page: ChangeBatch
+            let page: EncodedChangeBatch
             do {
-                page = try await store.changes(in: partition, after: cursor, limit: batchSize)
+                page = try await store.encodedChanges(in: partition, after: cursor, limit: batchSize)
                 metrics.feedReads.increment()
                 failures = 0
             } catch {
@@ -288,7 +288,7 @@ public final class SubscriptionHub: Service, Sendable {
 
     /// Hands a page to every member behind its end, each getting only the objects after its
     /// own position; members at the same position share one encoding.
-    private func deliver(_ page: ChangeBatch, at end: FeedPosition, to feed: inout Feed, partition: Partition) {
+    private func deliver(_ page: EncodedChangeBatch, at end: FeedPosition, to feed: inout Feed, partition: Partition) {
         var encoded: [FeedPosition: (text: String, count: Int)] = [:]
         for (id, member) in feed.members {
             guard member.position < end else { continue }
@@ -296,10 +296,8 @@ public final class SubscriptionHub: Service, Sendable {
             if let cached = encoded[member.position] {
                 message = cached
             } else {
-                var batch = page
-                batch.reset = false
-                batch.objects = page.objects.filter { member.position.precedes(version: $0.version, key: $0.key) }
-                message = (ServerMessage.changes(batch).json.jsonString, batch.objects.count)
+                let objects = page.objects.filter { member.position.precedes(version: $0.version, key: $0.key) }
+                message = (page.message(objects: objects, reset: false), objects.count)
                 encoded[member.position] = message
             }
             if message.count == 0 {

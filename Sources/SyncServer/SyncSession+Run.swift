@@ -154,9 +154,9 @@ extension SyncSession {
                 return (partition, subscription.generation, subscription.delivered)
             }
             guard let (partition, generation, cursor) = next else { return }
-            let page: ChangeBatch
+            let page: EncodedChangeBatch
             do {
-                page = try await services.store.changes(in: partition, after: cursor, limit: services.configuration.batchSize)
+                page = try await services.store.encodedChanges(in: partition, after: cursor, limit: services.configuration.batchSize)
             } catch {
                 state.withLock { $0.subscriptions[partition]?.fetching = false }
                 let failure = ServerError.describe(error, logger: logger)
@@ -169,7 +169,7 @@ extension SyncSession {
                 end(partition, code: failure.code)
                 return
             }
-            let text = ServerMessage.changes(page).json.jsonString
+            let text = page.message()
             let queued = state.withLock { state -> Bool in
                 guard let subscription = state.subscriptions[partition], subscription.generation == generation else { return false }
                 state.subscriptions[partition]?.fetching = false

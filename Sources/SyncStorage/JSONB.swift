@@ -30,12 +30,23 @@ extension JSONB: PostgresDecodable {
         default:
             throw PostgresDecodingError.Code.typeMismatch
         }
+        value = try Self.parseText(buffer)
+        buffer.moveReaderIndex(to: buffer.writerIndex)
+    }
+
+    /// Calls `body` with the JSON text of a `jsonb` column read in binary format as raw
+    /// bytes (`ByteBuffer`): its version byte checked and skipped.
+    static func withText<Result>(of column: ByteBuffer, _ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result {
+        try column.withUnsafeReadableBytes { bytes in
+            guard bytes.first == 1 else { throw PostgresDecodingError.Code.failure }
+            return try body(UnsafeRawBufferPointer(rebasing: bytes.dropFirst()))
+        }
+    }
+
+    private static func parseText(_ buffer: ByteBuffer) throws -> JSONValue {
         // Stored bodies were checked against the limits on the way in; the parser's own
         // nesting limit here only guards against a corrupted or hand-edited row.
-        value = try buffer.readableBytesView.withContiguousStorageIfAvailable { bytes in
-            try JSONParser(maximumDepth: 512).parse(UnsafeRawBufferPointer(bytes))
-        } ?? JSONParser(maximumDepth: 512).parse(Array(buffer.readableBytesView))
-        buffer.moveReaderIndex(to: buffer.writerIndex)
+        try buffer.withUnsafeReadableBytes { try JSONParser(maximumDepth: 512).parse($0) }
     }
 }
 

@@ -12,19 +12,45 @@ extension ObjectStore {
     /// is consistent once a page has `upToDate`, because objects changed meanwhile move to
     /// higher versions that later pages include.
     public func changes(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> ChangeBatch {
+        let page = try await changePage(in: partition, after: cursor, limit: limit) { key, version, body in
+            // Stored bodies were checked against the limits on the way in; the parser's own
+            // nesting limit here only guards against a corrupted or hand-edited row.
+            SyncObject(key: key, version: version, body: try body.map { try JSONParser(maximumDepth: 512).parse($0) }?.objectValue)
+        }
+        return ChangeBatch(
+            partition: partition, objects: page.objects, cursor: page.cursor, upToDate: page.upToDate, reset: page.reset,
+            version: page.version)
+    }
+
+    /// The same page as ``changes(in:after:limit:)``, with every object already in its wire
+    /// form: the stored JSON text goes to the message as it is, never decoded. What sessions
+    /// send.
+    public func encodedChanges(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> EncodedChangeBatch {
+        let page = try await changePage(in: partition, after: cursor, limit: limit) { key, version, body in
+            EncodedChangeBatch.Object(key: key, version: version, bodyText: body)
+        }
+        return EncodedChangeBatch(
+            partition: partition, objects: page.objects, cursor: page.cursor, upToDate: page.upToDate, reset: page.reset,
+            version: page.version)
+    }
+
+    private func changePage<Object: PageObject>(
+        in partition: Partition, after cursor: Cursor?, limit: Int?,
+        object: (ObjectKey, Int64, UnsafeRawBufferPointer?) throws -> Object
+    ) async throws -> Page<Object> {
         let epoch = try await epoch()
         let limit = min(max(limit ?? configuration.defaultPageSize, 1), configuration.maximumPageSize)
         let snapshotStart = CursorPosition(epoch: epoch, version: 0)
         guard let cursor else {
-            return try await page(partition, from: snapshotStart, limit: limit, reset: true)
+            return try await page(partition, from: snapshotStart, limit: limit, reset: true, object: object)
         }
         guard let position = CursorPosition(cursor), position.epoch == epoch else {
-            return try await page(partition, from: snapshotStart, limit: limit, reset: true)
+            return try await page(partition, from: snapshotStart, limit: limit, reset: true, object: object)
         }
-        let batch = try await page(partition, from: position, limit: limit, reset: false)
+        let batch = try await page(partition, from: position, limit: limit, reset: false, object: object)
         if batch.reset {
             // The cursor is ahead of the partition or behind its pruned tombstones.
-            return try await page(partition, from: snapshotStart, limit: limit, reset: true)
+            return try await page(partition, from: snapshotStart, limit: limit, reset: true, object: object)
         }
         return batch
     }
@@ -37,9 +63,10 @@ extension ObjectStore {
 
     /// Reads one page. A result with `reset` and no `reset` requested means `position`
     /// cannot be continued from.
-    private func page(_ partition: Partition, from position: CursorPosition, limit: Int, reset: Bool) async throws
-        -> ChangeBatch
-    {
+    private func page<Object: PageObject>(
+        _ partition: Partition, from position: CursorPosition, limit: Int, reset: Bool,
+        object: (ObjectKey, Int64, UnsafeRawBufferPointer?) throws -> Object
+    ) async throws -> Page<Object> {
         // Tombstones at or below the floor are left out. A snapshot's first page takes the
         // head of the same statement as its floor; later pages carry it in the cursor; a
         // catch-up from a cursor sends every tombstone after it (floor 0).
@@ -66,22 +93,24 @@ extension ObjectStore {
             """, logger: logger)
         var head: Int64 = 0
         var prunedThrough: Int64 = 0
-        var objects: [SyncObject] = []
+        var objects: [Object] = []
         objects.reserveCapacity(min(limit + 1, 1024))
         for try await (version, pruned, collection, id, objectVersion, body)
-            in rows.decode((Int64, Int64, String?, String?, Int64?, JSONB?).self)
+            in rows.decode((Int64, Int64, String?, String?, Int64?, ByteBuffer?).self)
         {
             head = version
             prunedThrough = pruned
             if let collection, let id, let objectVersion {
-                objects.append(
-                    SyncObject(
-                        key: ObjectKey(uncheckedCollection: collection, id: id), version: objectVersion,
-                        body: body?.value.objectValue))
+                let key = ObjectKey(uncheckedCollection: collection, id: id)
+                if let body {
+                    objects.append(try JSONB.withText(of: body) { try object(key, objectVersion, $0) })
+                } else {
+                    objects.append(try object(key, objectVersion, nil))
+                }
             }
         }
         if !reset, position.version > head || position.version < prunedThrough {
-            return ChangeBatch(partition: partition, objects: [], cursor: position.cursor, upToDate: false, reset: true)
+            return Page(objects: [], cursor: position.cursor, upToDate: false, reset: true)
         }
         if objects.count > limit {
             objects.removeLast(objects.count - limit)
@@ -90,11 +119,29 @@ extension ObjectStore {
             let next = CursorPosition(
                 epoch: position.epoch, version: last.version, after: last.key,
                 tombstoneFloor: snapshotFloor > 0 && last.version <= snapshotFloor ? snapshotFloor : nil)
-            return ChangeBatch(partition: partition, objects: objects, cursor: next.cursor, upToDate: false, reset: reset)
+            return Page(objects: objects, cursor: next.cursor, upToDate: false, reset: reset)
         }
         let end = CursorPosition(epoch: position.epoch, version: max(head, position.version))
-        return ChangeBatch(partition: partition, objects: objects, cursor: end.cursor, upToDate: true, reset: reset, version: end.version)
+        return Page(objects: objects, cursor: end.cursor, upToDate: true, reset: reset, version: end.version)
     }
+}
+
+/// An object of a page, however it is represented.
+protocol PageObject {
+    var key: ObjectKey { get }
+    var version: Int64 { get }
+}
+
+extension SyncObject: PageObject {}
+extension EncodedChangeBatch.Object: PageObject {}
+
+/// One page of a partition, before it becomes a batch.
+struct Page<Object> {
+    var objects: [Object]
+    var cursor: Cursor
+    var upToDate: Bool
+    var reset: Bool
+    var version: Int64? = nil
 }
 
 /// The pages of a partition from a cursor until one is up to date, read one query per page

@@ -1,0 +1,112 @@
+/// A ``ChangeBatch`` whose objects are already in their wire form: the server reads stored
+/// bodies as JSON text and splices them into the `changes` message without decoding them
+/// into ``JSONValue``s and serializing them again. The message it builds is the one
+/// ``ServerMessage/changes(_:)`` describes (same fields, same order; bodies keep the
+/// database's key order).
+public struct EncodedChangeBatch: Sendable {
+    /// One object, encoded: `{"body":…,"collection":…,"deleted":…,"id":…,"version":…}`.
+    public struct Object: Sendable {
+        public var key: ObjectKey
+        public var version: Int64
+        public var isDeleted: Bool
+        /// The object's wire JSON.
+        public var bytes: [UInt8]
+
+        /// Encodes an object whose body is JSON text (`nil` for a tombstone). The text is
+        /// trusted to be a valid JSON object (it comes from a `jsonb` column); insignificant
+        /// whitespace is removed.
+        public init(key: ObjectKey, version: Int64, bodyText: UnsafeRawBufferPointer?) {
+            self.key = key
+            self.version = version
+            self.isDeleted = bodyText == nil
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity((bodyText?.count ?? 0) + key.collection.utf8.count + key.id.utf8.count + 64)
+            if let bodyText {
+                bytes.append(contentsOf: #"{"body":"#.utf8)
+                JSONText.appendCompact(bodyText, to: &bytes)
+                bytes.append(contentsOf: #","collection":"#.utf8)
+            } else {
+                bytes.append(contentsOf: #"{"collection":"#.utf8)
+            }
+            JSONValue.string(key.collection).write(to: &bytes)
+            bytes.append(contentsOf: (bodyText == nil ? #","deleted":true,"id":"# : #","deleted":false,"id":"#).utf8)
+            JSONValue.string(key.id).write(to: &bytes)
+            bytes.append(contentsOf: #","version":"#.utf8)
+            bytes.append(contentsOf: String(version).utf8)
+            bytes.append(UInt8(ascii: "}"))
+            self.bytes = bytes
+        }
+    }
+
+    public var partition: Partition
+    public var objects: [Object]
+    public var cursor: Cursor
+    public var upToDate: Bool
+    public var reset: Bool
+    public var version: Int64?
+
+    public init(partition: Partition, objects: [Object], cursor: Cursor, upToDate: Bool, reset: Bool, version: Int64? = nil) {
+        self.partition = partition
+        self.objects = objects
+        self.cursor = cursor
+        self.upToDate = upToDate
+        self.reset = reset
+        self.version = version
+    }
+
+    /// The text of the `changes` message for this batch, or for some of its objects.
+    public func message(objects selected: [Object]? = nil, reset: Bool? = nil) -> String {
+        let objects = selected ?? self.objects
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(objects.reduce(160) { $0 + $1.bytes.count + 1 })
+        bytes.append(contentsOf: #"{"cursor":"#.utf8)
+        JSONValue.string(cursor.rawValue).write(to: &bytes)
+        bytes.append(contentsOf: #","objects":["#.utf8)
+        for (offset, object) in objects.enumerated() {
+            if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(contentsOf: object.bytes)
+        }
+        bytes.append(contentsOf: #"],"partition":"#.utf8)
+        JSONValue.string(partition.description).write(to: &bytes)
+        bytes.append(contentsOf: ((reset ?? self.reset) ? #","reset":true"# : #","reset":false"#).utf8)
+        bytes.append(contentsOf: #","type":"changes","upToDate":"#.utf8)
+        bytes.append(contentsOf: (upToDate ? "true" : "false").utf8)
+        if let version {
+            bytes.append(contentsOf: #","version":"#.utf8)
+            bytes.append(contentsOf: String(version).utf8)
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// Operations on JSON text that need no parse.
+public enum JSONText {
+    /// Appends `text` without the whitespace outside its strings.
+    public static func appendCompact(_ text: UnsafeRawBufferPointer, to output: inout [UInt8]) {
+        var inString = false
+        var escaped = false
+        for byte in text {
+            if inString {
+                output.append(byte)
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"):
+                continue
+            case UInt8(ascii: "\""):
+                inString = true
+                output.append(byte)
+            default:
+                output.append(byte)
+            }
+        }
+    }
+}
