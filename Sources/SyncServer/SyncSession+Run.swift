@@ -141,17 +141,19 @@ extension SyncSession {
         }
     }
 
-    /// Reads pages for catching-up subscriptions while the queue has room, one page in flight
-    /// per subscription; joins a subscription to its live feed once a page reaches the head.
+    /// Reads pages for catching-up subscriptions while the queue has room: the next page of a
+    /// subscription is read while its previous one is written (at most two in the queue);
+    /// joins a subscription to its live feed once a page reaches the head.
     private func catchUp() async {
         while !Task.isCancelled {
             let next = state.withLock { state -> (Partition, Int, Cursor?)? in
                 guard !state.closing, state.queuedChangeBytes < services.configuration.outboxLimitBytes / 2 else { return nil }
                 guard let (partition, subscription) = state.subscriptions.first(where: { _, subscription in
-                    subscription.mode == .catchingUp && !subscription.fetching && subscription.pending == 0
+                    subscription.mode == .catchingUp && !subscription.fetching && subscription.pending < 2
+                        && (subscription.pending == 0 || subscription.queued != nil)
                 }) else { return nil }
                 state.subscriptions[partition]?.fetching = true
-                return (partition, subscription.generation, subscription.delivered)
+                return (partition, subscription.generation, subscription.queued ?? subscription.delivered)
             }
             guard let (partition, generation, cursor) = next else { return }
             let page: EncodedChangeBatch

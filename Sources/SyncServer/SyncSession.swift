@@ -18,7 +18,7 @@ import SyncStorage
 /// sessions.
 ///
 /// A subscription is either catching up (the worker reads pages from its last delivered
-/// cursor, one page in flight at a time) or live (the hub hands it every commit). When the
+/// cursor, reading the next page while the previous one is written) or live (the hub hands it every commit). When the
 /// queue holds more change bytes than the limit, a live subscription that would overflow it
 /// drops its queued pages and goes back to catching up from the last cursor the client was
 /// actually sent, once the queue has drained: memory stays bounded and the client sees no gap.
@@ -35,6 +35,9 @@ final class SyncSession: FeedSubscriber, Sendable {
         var delivered: Cursor?
         /// Pages of this subscription queued or being written.
         var pending: Int = 0
+        /// The cursor of the last catch-up page queued, while it is not written yet: the next
+        /// catch-up read continues from it.
+        var queued: Cursor?
         /// A catch-up read is in flight.
         var fetching = false
         /// The partitions its permission depends on.
@@ -167,6 +170,7 @@ final class SyncSession: FeedSubscriber, Sendable {
         state.queuedChangeBytes += text.utf8.count
         services.metrics.observeQueue(bytes: state.queuedChangeBytes)
         state.subscriptions[partition]?.pending += 1
+        if state.subscriptions[partition]?.mode == .catchingUp { state.subscriptions[partition]?.queued = cursor }
         return true
     }
 
@@ -180,6 +184,7 @@ final class SyncSession: FeedSubscriber, Sendable {
             return true
         }
         state.subscriptions[partition]?.pending -= dropped
+        state.subscriptions[partition]?.queued = nil
     }
 
     /// The next item for the writer, accounting for it.
@@ -201,6 +206,7 @@ final class SyncSession: FeedSubscriber, Sendable {
             guard var subscription = state.subscriptions[partition], subscription.generation == generation else { return false }
             subscription.pending -= 1
             subscription.delivered = cursor
+            if subscription.queued == cursor { subscription.queued = nil }
             state.subscriptions[partition] = subscription
             return subscription.mode == .catchingUp || state.queuedChangeBytes < services.configuration.outboxLimitBytes / 2
         }

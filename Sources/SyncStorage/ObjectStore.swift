@@ -46,9 +46,10 @@ public final class ObjectStore: Sendable {
     func announce(_ payloads: [String], on connection: PostgresConnection) async {
         guard !payloads.isEmpty else { return }
         do {
-            try await connection.query(
+            let rows = try await connection.query(
                 "SELECT pg_notify(\(Self.notificationChannel), payload) FROM unnest(\(payloads)::text[]) AS t(payload)",
                 logger: logger)
+            for try await _ in rows {}
         } catch {
             logger.warning("announcing a commit failed; listeners will find it by polling", metadata: ["error": "\(error)"])
         }
