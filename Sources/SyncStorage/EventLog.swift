@@ -69,6 +69,40 @@ public struct EventLog: Sendable {
         try await events(after: position, limit: limit, on: nil)
     }
 
+    /// Which events a reader wants: by kind, and optionally by collection and operation.
+    public struct Filter: Sendable, Hashable {
+        public var kinds: Set<ChangeEvent.Kind>
+        /// `nil`: every collection (and events without one).
+        public var collections: Set<String>?
+        /// `nil`: every operation.
+        public var operations: Set<ChangeEvent.Operation>?
+
+        public init(kinds: Set<ChangeEvent.Kind>, collections: Set<String>? = nil, operations: Set<ChangeEvent.Operation>? = nil) {
+            self.kinds = kinds
+            self.collections = collections
+            self.operations = operations
+        }
+    }
+
+    /// Numbered events after `position` that pass `filter`, in order, at most `limit`, found
+    /// among the next `scan` numbered events; and the position the reader may move to once it
+    /// has handled them (every event up to it that passes the filter is in the result). Events
+    /// that do not pass are never decoded.
+    public func events(after position: Int64, limit: Int, scan: Int, filter: Filter) async throws -> (events: [ChangeEvent], through: Int64) {
+        let end = min(try await head(), position + Int64(max(scan, limit)))
+        guard end > position else { return ([], position) }
+        let query: PostgresQuery = """
+            SELECT seq, kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, author, depth, created_at
+            FROM psync_events
+            WHERE seq > \(position) AND seq <= \(end) AND kind = ANY(\(filter.kinds.map(\.rawValue))::text[])
+              AND (\(filter.collections == nil) OR collection = ANY(\(Array(filter.collections ?? []))::text[]))
+              AND (\(filter.operations == nil) OR operation = ANY(\((filter.operations ?? []).map(\.rawValue))::text[]))
+            ORDER BY seq LIMIT \(limit)
+            """
+        let events = try await decode(try await store.client.query(query, logger: logger))
+        return (events, events.count == limit ? events.last!.position : end)
+    }
+
     /// The event at a position, if it exists.
     public func event(at position: Int64) async throws -> ChangeEvent? {
         try await events(after: position - 1, limit: 1).first.flatMap { $0.position == position ? $0 : nil }
@@ -79,12 +113,14 @@ public struct EventLog: Sendable {
             SELECT seq, kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, author, depth, created_at
             FROM psync_events WHERE seq > \(position) ORDER BY seq LIMIT \(limit)
             """
-        let rows: PostgresRowSequence
         if let connection {
-            rows = try await connection.query(query, logger: logger)
+            return try await decode(try await connection.query(query, logger: logger))
         } else {
-            rows = try await store.client.query(query, logger: logger)
+            return try await decode(try await store.client.query(query, logger: logger))
         }
+    }
+
+    private func decode(_ rows: PostgresRowSequence) async throws -> [ChangeEvent] {
         var events: [ChangeEvent] = []
         for try await row in rows {
             let (seq, kind, operation, collection, objectID, partition, version, userID) =

@@ -15,14 +15,18 @@ public struct TestDatabase: Sendable {
 
     /// Runs `body` with a new database, dropped afterwards whether the body succeeds or not.
     ///
-    /// - Parameter exclusive: run with no other database test at the same time: for tests that
-    ///   assert on time or load the machine heavily.
+    /// - Parameters:
+    ///   - exclusive: run with no other database test at the same time: for tests that assert on
+    ///     time or load the machine heavily.
+    ///   - timeLimit: how long the body may run once it has its database (time spent queued
+    ///     behind exclusive tests does not count); the test fails with ``TestTimeout`` after it.
     public static func with<Result: Sendable>(
         maximumConnections: Int = 20,
         exclusive: Bool = false,
+        timeLimit: Duration = .seconds(120),
         _ body: @Sendable (TestDatabase) async throws -> Result
     ) async throws -> Result {
-        try await TestScheduling.run(exclusive: exclusive) {
+        try await TestScheduling.run(exclusive: exclusive, limit: timeLimit) {
             try await withDatabase(maximumConnections: maximumConnections, body)
         }
     }

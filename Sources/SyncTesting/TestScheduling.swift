@@ -12,16 +12,42 @@ actor TestScheduling {
     private var waiting: [(exclusive: Bool, continuation: CheckedContinuation<Void, Never>)] = []
 
     /// Runs `body` holding the lock, exclusively or shared; nested calls run directly.
-    static func run<Result: Sendable>(exclusive: Bool, _ body: @Sendable () async throws -> Result) async throws -> Result {
+    ///
+    /// `limit` bounds the time `body` runs once it holds the lock: a test's own time limit
+    /// (swift-testing's) also counts the time it queued behind exclusive tests, which grows with
+    /// the suite, so it only backs this one up.
+    static func run<Result: Sendable>(
+        exclusive: Bool, limit: Duration, _ body: @Sendable () async throws -> Result
+    ) async throws -> Result {
         if holding { return try await body() }
         await shared.acquire(exclusive: exclusive)
         do {
-            let result = try await $holding.withValue(true) { try await body() }
+            let result = try await $holding.withValue(true) { try await bounded(by: limit, body) }
             await shared.release(exclusive: exclusive)
             return result
         } catch {
             await shared.release(exclusive: exclusive)
             throw error
+        }
+    }
+
+    private static func bounded<Result: Sendable>(
+        by limit: Duration, _ body: @Sendable () async throws -> Result
+    ) async throws -> Result {
+        // The group awaits both children before it returns, so `body` does not outlive the call.
+        try await withoutActuallyEscaping(body) { body in
+            try await withThrowingTaskGroup(of: Result?.self) { group in
+                group.addTask { try await body() }
+                group.addTask {
+                    try await Task.sleep(for: limit)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let result = try await group.next()! else {
+                    throw TestTimeout(what: "the test to finish: it held the database for more than \(limit)")
+                }
+                return result
+            }
         }
     }
 

@@ -87,6 +87,11 @@ public struct Trigger: Sendable {
         self.handler = handler
     }
 
+    /// The part of ``matches(_:)`` the event log applies when reading (all but the predicate).
+    var filter: EventLog.Filter {
+        EventLog.Filter(kinds: kinds, collections: collections, operations: operations)
+    }
+
     /// Whether the trigger handles the event.
     public func matches(_ event: ChangeEvent) -> Bool {
         guard kinds.contains(event.kind) else { return false }

@@ -99,13 +99,21 @@ public final class TriggerService: Service, Sendable {
                     await signal.wait(timeout: configuration.leaseRenewal)
                     continue
                 }
-                let events = try await EventLog(store: store).events(after: runner.position, limit: configuration.batchSize)
-                metrics.lag(trigger.name, events: events.isEmpty ? 0 : Int(events.last!.position - runner.position))
+                // Only the events the trigger may handle are read and decoded; the rest of
+                // the scanned range is passed over.
+                let (events, through) = try await EventLog(store: store).events(
+                    after: runner.position, limit: configuration.batchSize, scan: configuration.batchSize * 20, filter: trigger.filter)
+                metrics.lag(trigger.name, events: Int(through - runner.position))
                 if events.isEmpty {
+                    if through > runner.position {
+                        try await runner.advance(to: through)
+                        continue
+                    }
                     await signal.wait(timeout: configuration.pollInterval)
                     continue
                 }
                 try await runner.handle(events)
+                if runner.position < through { try await runner.advance(to: through) }
             } catch let error as TriggerError where error.code == .leaseLost {
                 logger.notice("trigger lease lost", metadata: ["trigger": "\(trigger.name)"])
                 runner.dropLease()

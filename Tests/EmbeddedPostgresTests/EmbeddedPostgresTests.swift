@@ -6,7 +6,7 @@ import SyncStorage
 import SyncTesting
 import Testing
 
-@Suite("Embedded PostgreSQL", .timeLimit(.minutes(2)))
+@Suite("Embedded PostgreSQL", .timeLimit(.minutes(8)))
 struct EmbeddedPostgresTests {
     func query(_ endpoint: EmbeddedPostgresEndpoint, _ sql: PostgresQuery) async throws -> [String] {
         try await TestPostgres.withClient(try DatabaseURL(endpoint.url)) { client in

@@ -7,7 +7,7 @@ import SyncTesting
 import Testing
 
 /// Authentication over HTTP, against a real server and database.
-@Suite("Authentication", .timeLimit(.minutes(2)))
+@Suite("Authentication", .timeLimit(.minutes(8)))
 struct AuthTests {
     let password = "correct horse battery"
 
@@ -160,7 +160,7 @@ struct AuthTests {
     }
 }
 
-@Suite("Authentication input", .timeLimit(.minutes(2)))
+@Suite("Authentication input", .timeLimit(.minutes(8)))
 struct AuthInputTests {
     @Test("control characters in a login email are a bad request, not a server error")
     func controlCharacters() async throws {

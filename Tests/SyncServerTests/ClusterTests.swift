@@ -5,7 +5,7 @@ import SyncTesting
 import Testing
 
 /// Several server instances sharing one database.
-@Suite("Several instances", .timeLimit(.minutes(6)))
+@Suite("Several instances", .timeLimit(.minutes(8)))
 struct ClusterTests {
     @Test("a change uploaded through instance B reaches a subscriber on instance A within a second")
     func crossInstance() async throws {

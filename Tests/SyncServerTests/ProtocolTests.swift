@@ -6,7 +6,7 @@ import SyncTesting
 import Testing
 
 /// The WebSocket protocol end to end: real server on loopback, real PostgreSQL, real client.
-@Suite("WebSocket protocol", .timeLimit(.minutes(6)))
+@Suite("WebSocket protocol", .timeLimit(.minutes(8)))
 struct ProtocolTests {
     @Test("ready, subscribe, snapshot, upload with ack, live change, pong")
     func basics() async throws {

@@ -4,7 +4,7 @@ import SyncStorage
 import SyncTesting
 import Testing
 
-@Suite("Slow consumers", .timeLimit(.minutes(6)))
+@Suite("Slow consumers", .timeLimit(.minutes(8)))
 struct SlowConsumerTests {
     @Test("a client that stops reading does not grow the server's queue beyond its bound, and ends equal to the database")
     func boundedQueue() async throws {

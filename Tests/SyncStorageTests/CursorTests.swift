@@ -5,7 +5,7 @@ import SyncStorage
 import SyncTesting
 import Testing
 
-@Suite("Snapshots and cursors", .timeLimit(.minutes(2)))
+@Suite("Snapshots and cursors", .timeLimit(.minutes(8)))
 struct CursorTests {
     let room = partition("conversation=c-1")
 

@@ -6,7 +6,7 @@ import SyncTriggers
 import Testing
 
 /// The example of docs/TRIGGERS.md, as written there: if it stops working, so does the doc.
-@Suite("Documentation example", .timeLimit(.minutes(2)))
+@Suite("Documentation example", .timeLimit(.minutes(8)))
 struct DocumentationExampleTests {
     /// Counts the messages of every conversation in a `Stats` object of `stats=all`.
     let messageStats = Trigger(

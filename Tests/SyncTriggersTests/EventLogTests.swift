@@ -5,7 +5,7 @@ import SyncTesting
 import SyncTriggers
 import Testing
 
-@Suite("Change events", .timeLimit(.minutes(2)))
+@Suite("Change events", .timeLimit(.minutes(8)))
 struct EventLogTests {
     @Test("an event holds the operation, documents before and after, changed and removed fields, author")
     func eventContents() async throws {
@@ -34,6 +34,42 @@ struct EventLogTests {
             #expect(events[2].changedFields == ["a"])
             #expect(events[3].after == nil)
             #expect(events[3].before?["a"] == 2)
+        }
+    }
+
+    @Test("a filtered read returns only the events that pass, and how far the reader may move past the others")
+    func filteredRead() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let room = partition("conversation=c-1")
+            // Positions 1…10: Note inserts at 3 and 7, a Note update at 8, the rest Docs; 11 replaces a Note.
+            for n in 1...10 {
+                let collection = [3, 7, 8].contains(n) ? "Note" : "Doc"
+                let id = n == 3 || n == 8 ? "n3" : "x\(n)"
+                let operation: SyncOperation = n == 8 ? .set(key("Note", "n3"), path: path("v"), value: 8) : .put(key(collection, id), body: ["v": .int(Int64(n))])
+                try await store.upload(Upload(partition: room, operations: [operation], principal: "u"))
+            }
+            try await store.upload(Upload(partition: room, operations: [.put(key("Note", "n3"), body: ["v": 3])], principal: "u"))
+            let log = EventLog(store: store)
+            try await log.sequence()
+            let inserts = EventLog.Filter(kinds: [.object], collections: ["Note"], operations: [.insert])
+            var (events, through) = try await log.events(after: 0, limit: 10, scan: 100, filter: inserts)
+            #expect(events.map(\.position) == [3, 7])
+            #expect(through == 11)
+            // The limit stops at the last event returned; the scan window bounds the range read.
+            (events, through) = try await log.events(after: 0, limit: 1, scan: 100, filter: inserts)
+            #expect(events.map(\.position) == [3] && through == 3)
+            (events, through) = try await log.events(after: 3, limit: 2, scan: 2, filter: inserts)
+            #expect(events.isEmpty && through == 5)
+            let notes = EventLog.Filter(kinds: [.object], collections: ["Note"])
+            (events, through) = try await log.events(after: 3, limit: 10, scan: 100, filter: notes)
+            #expect(events.map(\.position) == [7, 8, 11])
+            #expect(events.map(\.operation) == [.insert, .update, .replace])
+            (events, through) = try await log.events(after: 11, limit: 10, scan: 100, filter: notes)
+            #expect(events.isEmpty && through == 11)
+            let users = EventLog.Filter(kinds: [.user])
+            (events, through) = try await log.events(after: 0, limit: 10, scan: 100, filter: users)
+            #expect(events.isEmpty && through == 11)
         }
     }
 
@@ -102,7 +138,7 @@ struct EventLogTests {
     }
 }
 
-@Suite("Event retention", .timeLimit(.minutes(2)))
+@Suite("Event retention", .timeLimit(.minutes(8)))
 struct EventRetentionTests {
     @Test("events are pruned once every trigger has passed them, except those of open dead letters")
     func pruning() async throws {

@@ -12,7 +12,7 @@ final class Calls: Sendable {
     var total: Int { count.withLock { $0 } }
 }
 
-@Suite("Triggers", .timeLimit(.minutes(3)))
+@Suite("Triggers", .timeLimit(.minutes(8)))
 struct TriggerTests {
     let room = partition("room=r1")
     let tally = partition("tally=all")
