@@ -31,8 +31,22 @@ public final class WriteTransaction {
     /// the database once. Entries of a partition are dropped when it is locked, and entries of
     /// keys not stored then too: only a read after the lock sees every commit before ours.
     private var known: [ObjectKey: (partition: String, state: DocumentState)?] = [:]
-    /// Changes applied by ``stage(_:in:validate:)`` and not written yet.
-    private var staged: [(partition: Partition, version: Int64, change: ObjectChange)] = []
+    /// Changes applied by ``stage(_:in:validate:)`` and not written yet, with the trigger
+    /// depth they were made at.
+    private var staged: [(partition: Partition, version: Int64, change: ObjectChange, depth: Int)] = []
+    /// Every object this transaction changed, staged or written: where it is and what it is now.
+    private var touched: [ObjectKey: (partition: Partition, version: Int64, state: DocumentState)] = [:]
+    /// With ``defersWrites``: the database's answer to each search run in this transaction.
+    private var searches: [Search: [ObjectKey: (partition: Partition, object: SyncObject)]] = [:]
+
+    /// When set, ``apply(_:in:validate:)`` and ``apply(_:)`` compute and stage their changes
+    /// (as ``stage(_:in:validate:)``) and every staged change is written at once before the
+    /// commit (or a savepoint): a trigger run that changes the same objects for many events
+    /// writes each object once. Reads — ``load(_:)`` and the `find` searches — see the staged
+    /// changes; a search is run against the database once per transaction and then answered
+    /// with the transaction's own changes laid over it. SQL sent directly on ``connection``
+    /// does not see staged changes: call ``writeStaged()`` first.
+    public var defersWrites = false
 
     init(connection: PostgresConnection, store: ObjectStore, author: String, depth: Int) {
         self.connection = connection
@@ -110,6 +124,13 @@ public final class WriteTransaction {
         for list in operations.values { try store.limits.check(operationCount: list.count) }
         let versions = try await lock(partitions)
         let stored = try await load(OperationApplier.keys(of: operations.values.flatMap { $0 }))
+        if defersWrites {
+            var result: [Partition: [ObjectChange]] = [:]
+            for partition in partitions {
+                result[partition] = try await stage(operations[partition]!, in: partition)
+            }
+            return result
+        }
         var result: [Partition: [ObjectChange]] = [:]
         var writes: [(Partition, Int64, [ObjectChange])] = []
         for partition in partitions {
@@ -142,7 +163,7 @@ public final class WriteTransaction {
             """)
         query.binds.append(collection, context: .default)
         query.binds.append(values, context: .default)
-        return try await Self.objects(try await connection.query(query, logger: logger))
+        return try await search(Search(collection: collection, predicate: BodyPredicate(path: path, condition: .field(Set(values)))), query)
     }
 
     /// The live objects of a collection whose array at `path` holds an element containing
@@ -156,7 +177,37 @@ public final class WriteTransaction {
             """)
         query.binds.append(collection, context: .default)
         query.binds.append(JSONB(value: .array([element])), context: .default)
-        return try await Self.objects(try await connection.query(query, logger: logger))
+        return try await search(Search(collection: collection, predicate: BodyPredicate(path: path, condition: .arrayContains(element))), query)
+    }
+
+    /// A search of a collection's bodies.
+    private struct Search: Hashable {
+        let collection: String
+        let predicate: BodyPredicate
+    }
+
+    /// Runs a search; with ``defersWrites``, once per transaction, with this transaction's own
+    /// changes laid over the database's answer (ordered by key).
+    private func search(_ search: Search, _ query: PostgresQuery) async throws -> [(partition: Partition, object: SyncObject)] {
+        guard defersWrites else { return try await Self.objects(try await connection.query(query, logger: logger)) }
+        var found: [ObjectKey: (partition: Partition, object: SyncObject)]
+        if let answer = searches[search] {
+            found = answer
+        } else {
+            found = [:]
+            for entry in try await Self.objects(try await connection.query(query, logger: logger)) {
+                found[entry.object.key] = entry
+            }
+            searches[search] = found
+        }
+        for (key, entry) in touched where key.collection == search.collection {
+            if let body = entry.state.body, search.predicate.matches(body) {
+                found[key] = (entry.partition, SyncObject(key: key, version: entry.version, body: body))
+            } else {
+                found[key] = nil
+            }
+        }
+        return found.values.sorted { $0.object.key < $1.object.key }
     }
 
     private static func objects(_ rows: PostgresRowSequence) async throws -> [(partition: Partition, object: SyncObject)] {
@@ -173,8 +224,8 @@ public final class WriteTransaction {
     /// rethrown, and the transaction stays usable. Partitions must be locked before (a lock
     /// taken inside a savepoint that is rolled back would be released).
     public func withSavepoint<Result>(_ body: () async throws -> Result) async throws -> Result {
-        precondition(staged.isEmpty, "staged changes are written before a savepoint")
-        let (changeCount, eventCount, lockedBefore, knownBefore) = (changes.count, events.count, versions, known)
+        try await writeStaged()
+        let (changeCount, eventCount, lockedBefore, knownBefore, touchedBefore) = (changes.count, events.count, versions, known, touched)
         try await connection.query("SAVEPOINT psync_upload", logger: logger)
         do {
             let result = try await body()
@@ -186,7 +237,10 @@ public final class WriteTransaction {
             events.removeLast(events.count - eventCount)
             versions = lockedBefore
             known = knownBefore
+            touched = touchedBefore
             staged = []
+            // Answers read inside the savepoint may show its rolled-back writes.
+            searches = [:]
             throw error
         }
     }
@@ -210,6 +264,7 @@ public final class WriteTransaction {
     ) async throws -> [ObjectChange] {
         try store.limits.check(operationCount: operations.count)
         let version = try await lock([partition])[partition]!
+        if defersWrites { return try await stage(operations, in: partition, validate: validate) }
         // Read after the lock, in a new statement: under READ COMMITTED it sees every commit
         // that preceded ours on this partition.
         let changes = try await compute(operations, in: partition, validate: validate)
@@ -235,7 +290,8 @@ public final class WriteTransaction {
         let changes = try await compute(operations, in: partition, validate: validate)
         for change in changes {
             known[change.key] = (partition.description, change.after)
-            staged.append((partition, version, change))
+            touched[change.key] = (partition, version, change.after)
+            staged.append((partition, version, change, depth))
         }
         return changes
     }
@@ -244,15 +300,7 @@ public final class WriteTransaction {
     public func writeStaged() async throws {
         let pending = staged
         staged = []
-        var batches: [(partition: Partition, version: Int64, changes: [ObjectChange])] = []
-        for (partition, version, change) in pending {
-            if let last = batches.last, last.partition == partition {
-                batches[batches.count - 1].changes.append(change)
-            } else {
-                batches.append((partition, version, [change]))
-            }
-        }
-        try await write(batches)
+        try await write(pending)
     }
 
     /// The changes of `operations` on the current state of their objects, validated.
@@ -273,9 +321,10 @@ public final class WriteTransaction {
         return changes
     }
 
-    /// Finishes the transaction's work before COMMIT, in one statement: stamps the changed
-    /// partitions with a Lamport clock and records the events.
+    /// Finishes the transaction's work before COMMIT: writes what is staged, then, in one
+    /// statement, stamps the changed partitions with a Lamport clock and records the events.
     func finish() async throws {
+        try await writeStaged()
         guard !events.isEmpty else { return }
         let changed = Set(changes.map(\.partition)).sorted()
         let none = Array("null".utf8)
@@ -322,7 +371,11 @@ public final class WriteTransaction {
     /// Writes computed changes as they are (no operations applied): live bodies and tombstones,
     /// for all the given partitions in one statement.
     func write(_ batches: [(partition: Partition, version: Int64, changes: [ObjectChange])]) async throws {
-        let every = batches.flatMap { batch in batch.changes.map { (batch.partition, batch.version, $0) } }
+        try await write(batches.flatMap { batch in batch.changes.map { (batch.partition, batch.version, $0, depth) } })
+    }
+
+    /// Writes changes, each with the trigger depth its event records.
+    private func write(_ every: [(partition: Partition, version: Int64, change: ObjectChange, depth: Int)]) async throws {
         guard !every.isEmpty else { return }
         // One row per object: the last change of a key is its state (one statement cannot
         // update a row twice). Every change still gets its event.
@@ -347,8 +400,9 @@ public final class WriteTransaction {
             // Another transaction created one of these keys in another partition meanwhile.
             throw SyncError(.partitionMismatch, "an object of this upload was created in another partition meanwhile")
         }
-        for (partition, version, change) in every {
+        for (partition, version, change, depth) in every {
             known[change.key] = (partition.description, change.after)
+            touched[change.key] = (partition, version, change.after)
             changes.append((partition, version, change))
             var event = PendingEvent(change: change, partition: partition, version: version)
             event.depth = depth

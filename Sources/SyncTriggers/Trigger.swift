@@ -102,7 +102,9 @@ public struct Trigger: Sendable {
 }
 
 /// What a handler works with: the event's transaction, with system privileges (no permission
-/// rules apply), and a logger.
+/// rules apply), and a logger. The transaction defers its writes
+/// (``WriteTransaction/defersWrites``): what a handler applies is computed at once, seen by
+/// its reads and searches, and written together with the rest of the run before the commit.
 public struct TriggerContext {
     /// The transaction the handler's writes commit in, together with the trigger's progress.
     public let transaction: WriteTransaction

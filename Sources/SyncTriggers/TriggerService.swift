@@ -242,6 +242,9 @@ public final class TriggerService: Service, Sendable {
             let trigger = self.trigger
             let holder = service.instance
             try await service.store.withWriteTransaction(author: "trigger:\(trigger.name)") { transaction in
+                // The run's writes are staged and written together at commit: an object that
+                // many events change is written once.
+                transaction.defersWrites = true
                 for event in run where trigger.matches(event) {
                     transaction.depth = event.depth + 1
                     var logger = service.logger
@@ -276,6 +279,7 @@ public final class TriggerService: Service, Sendable {
             while true {
                 do {
                     try await service.store.withWriteTransaction(author: "trigger:\(trigger.name)", depth: event.depth + 1) { transaction in
+                        transaction.defersWrites = true
                         if concurrent {
                             guard try await ledger.markDone(trigger.name, position: event.position, on: transaction.connection) else { return }
                         }

@@ -75,6 +75,8 @@ struct ConnectionsScenario {
         }
         await closeAll(sessions)
 
+        // The floor runs on a quiet database: the triggers have finished the scenario's work.
+        try await environment.waitForTriggers()
         let floor = try await Floor(client: environment.client, logger: environment.logger)
             .notifications(rate: 10, total: changes, database: environment.database.connectionConfiguration())
         var result: [String: JSONValue] = [

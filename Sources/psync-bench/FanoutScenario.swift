@@ -60,6 +60,8 @@ struct FanoutScenario {
         await connection.close()
         await closeAll(sessions)
 
+        // The floor runs on a quiet database: the triggers have finished the scenario's work.
+        try await environment.waitForTriggers()
         let floor = try await Floor(client: environment.client, logger: environment.logger)
             .notifications(rate: 10, total: messages, database: environment.database.connectionConfiguration())
         return [

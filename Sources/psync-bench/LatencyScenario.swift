@@ -74,6 +74,8 @@ struct LatencyScenario {
         for session in sessions { await session.close() }
 
         progress("latency: the floor, INSERT + NOTIFY at \(rate)/s to one listener")
+        // The floor runs on a quiet database: the triggers have finished the scenario's work.
+        try await environment.waitForTriggers()
         let floor = try await Floor(client: environment.client, logger: environment.logger)
             .notifications(rate: rate, total: total, database: environment.database.connectionConfiguration())
         return [

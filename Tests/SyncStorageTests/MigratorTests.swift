@@ -127,4 +127,20 @@ struct MigratorTests {
             #expect(throws: MigrationError.self) { try Migration(fileName: bad, sql: "") }
         }
     }
+
+    @Test("the shipped migrations compress documents and change events with lz4")
+    func lz4() async throws {
+        try await TestDatabase.with { db in
+            let rows = try await db.client.query(
+                """
+                SELECT attrelid::regclass::text || '.' || attname, attcompression::text FROM pg_attribute
+                WHERE (attrelid = 'psync_objects'::regclass AND attname = 'body')
+                   OR (attrelid = 'psync_events'::regclass AND attname IN ('before', 'after'))
+                ORDER BY 1
+                """, logger: db.logger)
+            var methods: [String: String] = [:]
+            for try await (column, method) in rows.decode((String, String).self) { methods[column] = method }
+            #expect(methods == ["psync_events.after": "l", "psync_events.before": "l", "psync_objects.body": "l"])
+        }
+    }
 }
