@@ -73,23 +73,12 @@ extension ObjectStore {
         let floor: Int64? = reset && position.tombstoneFloor == nil ? nil : (position.tombstoneFloor ?? 0)
         // One statement, so the head version and the rows come from one snapshot: the head
         // returned is exactly the version the rows are complete up to.
+        // The query is the function of migration 0005, planned so that it always walks the
+        // partition's index in order.
         let rows = try await client.query(
             """
-            SELECT p.version, p.pruned_through, o.collection, o.id, o.version, o.body
-            FROM psync_partitions p
-            LEFT JOIN LATERAL (
-                SELECT o.collection, o.id, o.version, o.body
-                FROM psync_objects o
-                WHERE o.partition = p.partition
-                  AND o.version >= \(position.version)
-                  AND (o.version > \(position.version)
-                       OR (\(position.after?.collection)::text IS NOT NULL
-                           AND (o.collection, o.id) > (\(position.after?.collection)::text, \(position.after?.id)::text)))
-                  AND (o.body IS NOT NULL OR o.version > COALESCE(\(floor)::bigint, p.version))
-                ORDER BY o.version, o.collection, o.id
-                LIMIT \(limit + 1)
-            ) o ON true
-            WHERE p.partition = \(partition.description)
+            SELECT * FROM psync_page(\(partition.description), \(position.version), \(position.after?.collection)::text,
+                                     \(position.after?.id)::text, \(floor)::bigint, \(limit + 1))
             """, logger: logger)
         var head: Int64 = 0
         var prunedThrough: Int64 = 0

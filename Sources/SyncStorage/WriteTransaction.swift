@@ -31,6 +31,8 @@ public final class WriteTransaction {
     /// the database once. Entries of a partition are dropped when it is locked, and entries of
     /// keys not stored then too: only a read after the lock sees every commit before ours.
     private var known: [ObjectKey: (partition: String, state: DocumentState)?] = [:]
+    /// How many object changes this transaction has made so far, written or staged.
+    public var changeCount: Int { changes.count + staged.count }
     /// Changes applied by ``stage(_:in:validate:)`` and not written yet, with the trigger
     /// depth they were made at.
     private var staged: [(partition: Partition, version: Int64, change: ObjectChange, depth: Int)] = []

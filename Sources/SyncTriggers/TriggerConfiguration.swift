@@ -14,6 +14,10 @@ public struct TriggerConfiguration: Sendable, Hashable {
     /// (a failure rolls the transaction back and the events are handled again one by one, each
     /// with its retries). Default 50; 1 commits every event on its own.
     public var eventsPerTransaction: Int = 50
+    /// An ordered trigger's transaction also ends, before `eventsPerTransaction`, after the
+    /// event that brings it to this many object changes: a run whose events each change many
+    /// (large) objects does not hold them all in memory at once. Default 2,000.
+    public var changesPerTransaction: Int = 2_000
     /// How long to wait for new events before looking again without a notification. Default 1 second.
     public var pollInterval: Duration = .seconds(1)
 

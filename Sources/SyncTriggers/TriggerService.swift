@@ -189,8 +189,10 @@ public final class TriggerService: Service, Sendable {
                     let together = run.count > 1 && !run.contains { trigger.matches($0) && $0.depth >= configuration.maximumDepth }
                     if together {
                         do {
-                            try await handleTogether(run)
-                            position = run.last!.position
+                            let taken = try await handleTogether(run)
+                            position = run[taken - 1].position
+                            // The events the transaction left go to the next run.
+                            index -= run.count - taken
                             continue
                         } catch let error as TriggerError where error.code == .leaseLost {
                             throw error
@@ -235,31 +237,41 @@ public final class TriggerService: Service, Sendable {
             position = target
         }
 
-        /// Handles a run of events in order in one transaction that also records the progress.
-        func handleTogether(_ run: [ChangeEvent]) async throws {
+        /// Handles a run of events in order in one transaction that also records the progress;
+        /// returns how many of them it took (all, unless the transaction reached
+        /// `changesPerTransaction` first).
+        func handleTogether(_ run: [ChangeEvent]) async throws -> Int {
             let service = self.service
             let ledger = self.ledger
             let trigger = self.trigger
             let holder = service.instance
-            try await service.store.withWriteTransaction(author: "trigger:\(trigger.name)") { transaction in
+            let changeBudget = max(1, configuration.changesPerTransaction)
+            let taken = try await service.store.withWriteTransaction(author: "trigger:\(trigger.name)") { transaction in
                 // The run's writes are staged and written together at commit: an object that
                 // many events change is written once.
                 transaction.defersWrites = true
-                for event in run where trigger.matches(event) {
+                var taken = run.count
+                for (offset, event) in run.enumerated() where trigger.matches(event) {
                     transaction.depth = event.depth + 1
                     var logger = service.logger
                     logger[metadataKey: "trigger"] = "\(trigger.name)"
                     logger[metadataKey: "event"] = "\(event.position)"
                     try await trigger.handler(event, TriggerContext(transaction: transaction, logger: logger, trigger: trigger.name))
+                    if transaction.changeCount >= changeBudget {
+                        taken = offset + 1
+                        break
+                    }
                 }
-                guard try await ledger.advance(trigger.name, holder: holder, to: run.last!.position, on: transaction.connection) else {
+                guard try await ledger.advance(trigger.name, holder: holder, to: run[taken - 1].position, on: transaction.connection) else {
                     throw TriggerError(.leaseLost, "lease expired")
                 }
+                return taken
             }
             let now = Date()
-            for event in run where trigger.matches(event) {
+            for event in run.prefix(taken) where trigger.matches(event) {
                 service.metrics.handled(trigger.name, delay: now.timeIntervalSince(event.created))
             }
+            return taken
         }
 
         /// Handles one event in a transaction that also records the progress, retrying with

@@ -1,3 +1,4 @@
+import PostgresNIO
 import Synchronization
 import SyncProtocol
 import SyncStorage
@@ -49,6 +50,34 @@ struct TriggerTests {
                 let head = try await EventLog(store: store).head()
                 #expect(try await TriggerHarness.eventually { try await TriggerLedger(store: store).statuses().first?.position == head })
             }
+        }
+    }
+
+    @Test("a run of events is split into transactions of at most changesPerTransaction changes, each object written once per transaction")
+    func changeBudget() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            // Seven messages wait before the trigger starts, so they arrive in one run. (A trigger
+            // starts at the head when it is registered: register it first.)
+            try await TriggerLedger(store: store).register("count")
+            for n in 0..<7 {
+                try await store.upload(Upload(partition: room, operations: [.put(key("Message", "m\(n)"), body: [:])], principal: "u"))
+            }
+            var configuration = TestTriggers.fastConfiguration
+            configuration.changesPerTransaction = 2
+            let service = TriggerHarness.service(store, [counting()], configuration: configuration)
+            try await TriggerHarness.running([service]) {
+                let counted = try await TriggerHarness.eventually { try await tallyBody(store)?["messages"] == 7 }
+                #expect(counted)
+            }
+            // One change per event: transactions of 2, 2, 2 and 1 events, each its own commit.
+            let rows = try await db.client.query(
+                "SELECT count(*), count(DISTINCT xid) FROM psync_events WHERE author = 'trigger:count'", logger: db.logger)
+            for try await (events, transactions) in rows.decode((Int, Int).self) {
+                #expect(events == 7)
+                #expect(transactions == 4)
+            }
+            #expect(try await tallyBody(store)?["seen"]?.arrayValue?.count == 7)
         }
     }
 
