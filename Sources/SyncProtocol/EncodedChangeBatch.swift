@@ -84,11 +84,14 @@ public struct EncodedChangeBatch: Sendable {
 public enum JSONText {
     /// Appends `text` without the whitespace outside its strings.
     public static func appendCompact(_ text: UnsafeRawBufferPointer, to output: inout [UInt8]) {
+        // Copies runs between whitespace bytes at once: PostgreSQL's jsonb text puts a space
+        // only after its separators, so runs are long.
         var inString = false
         var escaped = false
-        for byte in text {
+        var runStart = 0
+        for index in 0..<text.count {
+            let byte = text[index]
             if inString {
-                output.append(byte)
                 if escaped {
                     escaped = false
                 } else if byte == UInt8(ascii: "\\") {
@@ -100,13 +103,14 @@ public enum JSONText {
             }
             switch byte {
             case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"):
-                continue
+                if runStart < index { output.append(contentsOf: UnsafeRawBufferPointer(rebasing: text[runStart..<index])) }
+                runStart = index + 1
             case UInt8(ascii: "\""):
                 inString = true
-                output.append(byte)
             default:
-                output.append(byte)
+                break
             }
         }
+        if runStart < text.count { output.append(contentsOf: UnsafeRawBufferPointer(rebasing: text[runStart..<text.count])) }
     }
 }

@@ -214,19 +214,28 @@ private struct Reader {
     mutating func parseString() throws(JSONParseError) -> String {
         index += 1
         let start = index
-        // Fast path: no escapes.
+        // Fast path: no escapes. ASCII text needs no UTF-8 validation, and decoding it from a
+        // typed buffer stays specialized (validating a raw buffer goes through generic code).
+        var ascii = true
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
-                guard let string = String(validating: slice, as: UTF8.self) else {
-                    throw JSONParseError(reason: .invalidUTF8, offset: start)
+                let string: String
+                if ascii {
+                    string = String(decoding: slice.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+                } else {
+                    guard let valid = String(validating: slice.assumingMemoryBound(to: UInt8.self), as: UTF8.self) else {
+                        throw JSONParseError(reason: .invalidUTF8, offset: start)
+                    }
+                    string = valid
                 }
                 index += 1
                 return string
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error(.invalidString) }
+            if byte >= 0x80 { ascii = false }
             index += 1
         }
         guard index < bytes.count else { throw error(.unexpectedEnd) }

@@ -48,35 +48,55 @@ struct BootstrapScenario {
                 try? await Task.sleep(for: .milliseconds(10))
             }
         }
-        let received = Counter()
-        let batches = Counter()
-        let done = Once<Void>()
-        let connection = try await BenchConnection.connect(environment.server.webSocketURL, token: reader.token, logger: environment.logger) { message in
-            guard case .changes(let batch) = message else { return }
-            received.increment(by: batch.objects.count)
-            batches.increment()
-            if batch.upToDate { done.set(()) }
+        // Three fresh clients one after the other, and three floor passes: each figure is the
+        // median of its three, so one pass disturbed by autovacuum does not decide the ratio.
+        var passes: [(objects: Int, batches: Int, seconds: Double, complete: Bool)] = []
+        for pass in 1...3 {
+            let received = Counter()
+            let batches = Counter()
+            let done = Once<Void>()
+            let connection = try await BenchConnection.connect(environment.server.webSocketURL, token: reader.token, logger: environment.logger) { message in
+                guard case .changes(let batch) = message else { return }
+                received.increment(by: batch.objects.count)
+                batches.increment()
+                if batch.upToDate { done.set(()) }
+            }
+            progress("bootstrap: pass \(pass): a fresh client subscribes with no cursor")
+            let started = ContinuousClock.now
+            connection.send(.subscribe(partition: partition, cursor: nil))
+            let complete = await waitFor([done], timeout: .seconds(600))
+            let elapsed = started.duration(to: .now).seconds
+            await connection.close()
+            passes.append((received.current, batches.current, elapsed, complete))
+            progress("bootstrap: \(received.current) objects in \(rounded(elapsed)) s")
         }
-        let started = ContinuousClock.now
-        connection.send(.subscribe(partition: partition, cursor: nil))
-        let complete = await waitFor([done], timeout: .seconds(600))
-        let elapsed = started.duration(to: .now).seconds
         sampling.cancel()
-        await connection.close()
-        let rate = Double(received.current) / elapsed
-        progress("bootstrap: \(received.current) objects in \(rounded(elapsed)) s")
+        let median = passes.sorted { $0.seconds < $1.seconds }[1]
+        let rate = Double(median.objects) / median.seconds
 
-        let floor = try await Floor(client: environment.client, logger: environment.logger)
-            .pagedRead(partition: partition.description, pageSize: StorageConfiguration().defaultPageSize)
+        var floors: [Double] = []
+        var floorRows = 0
+        for _ in 1...3 {
+            let floor = try await Floor(client: environment.client, logger: environment.logger)
+                .pagedRead(partition: partition.description, pageSize: StorageConfiguration().defaultPageSize)
+            floors.append(floor.rowsPerSecond)
+            floorRows = floor.rows
+        }
+        let floorRate = floors.sorted()[1]
         let megabytes = { (bytes: Int) in JSONValue.double(rounded(Double(bytes) / 1_048_576)) }
         return [
             "scenario": "bootstrap",
-            "objects": .int(Int64(received.current)), "batches": .int(Int64(batches.current)), "complete": .bool(complete),
-            "seconds": .double(rounded(elapsed)),
+            "objects": .int(Int64(median.objects)), "batches": .int(Int64(median.batches)), "complete": .bool(passes.allSatisfy(\.complete)),
+            "seconds": .double(rounded(median.seconds)),
             "objectsPerSecond": .double(rounded(rate)),
+            "passesObjectsPerSecond": .array(passes.map { .double(rounded(Double($0.objects) / $0.seconds)) }),
             "serverRSSMB": ["before": megabytes(rssBefore), "peak": megabytes(peak.withLock { $0 }), "increase": megabytes(peak.withLock { $0 } - rssBefore)],
-            "floor": ["what": "the same rows read in keyset pages of the same size", "rowsPerSecond": .double(rounded(floor.rowsPerSecond)), "rows": .int(Int64(floor.rows))],
-            "ratio": ratio(rate, floor.rowsPerSecond),
+            "floor": [
+                "what": "the same rows read in keyset pages of the same size (median of 3 passes)",
+                "rowsPerSecond": .double(rounded(floorRate)), "rows": .int(Int64(floorRows)),
+                "passesRowsPerSecond": .array(floors.map { .double(rounded($0)) }),
+            ],
+            "ratio": ratio(rate, floorRate),
             "target": "ratio >= 0.5, memory not proportional to objects",
         ]
     }

@@ -100,4 +100,24 @@ struct JSONParserTests {
         #expect(JSONValue.object(["id": "c-1", "n": 2]).contains(fieldsOf: ["id": "c-1"]))
         #expect(!JSONValue.object(["id": "c-1"]).contains(fieldsOf: ["id": "c-1", "n": 2]))
     }
+
+    @Test("compacting JSON text drops the whitespace between tokens and keeps every byte of its strings")
+    func compactText() throws {
+        let cases: [(String, String)] = [
+            (#"{"a": 1, "b": [1, 2, {"c": null}]}"#, #"{"a":1,"b":[1,2,{"c":null}]}"#),
+            (#" {"text": "a  b, c: d", "q": "say \"hi\" ", "e": "\\"} "#, #"{"text":"a  b, c: d","q":"say \"hi\" ","e":"\\"}"#),
+            ("{\n\t\"é\": \"ü ü\"\r\n}", #"{"é":"ü ü"}"#),
+            ("", ""),
+            ("   ", ""),
+        ]
+        for (input, expected) in cases {
+            var output: [UInt8] = Array("prefix:".utf8)
+            var text = input
+            text.withUTF8 { JSONText.appendCompact(UnsafeRawBufferPointer($0), to: &output) }
+            #expect(String(decoding: output, as: UTF8.self) == "prefix:" + expected, "\(input)")
+            if !expected.isEmpty {
+                #expect(try JSONParser().parse(expected) == JSONParser().parse(input))
+            }
+        }
+    }
 }
