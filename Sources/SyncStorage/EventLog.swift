@@ -82,7 +82,20 @@ public struct EventLog: Sendable {
             self.collections = collections
             self.operations = operations
         }
+
+        /// Whether `event` passes: the same test the SQL of
+        /// ``EventLog/events(after:limit:scan:filter:)`` makes.
+        public func passes(_ event: ChangeEvent) -> Bool {
+            guard kinds.contains(event.kind) else { return false }
+            if let collections, !collections.contains(event.collection ?? "") { return false }
+            if let operations, !operations.contains(event.operation) { return false }
+            return true
+        }
     }
+
+    /// The columns ``decode(_:)`` reads, in its order.
+    private static let columns =
+        "seq, kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, author, depth, created_at"
 
     /// Numbered events after `position` that pass `filter`, in order, at most `limit`, found
     /// among the next `scan` numbered events; and the position the reader may move to once it
@@ -92,7 +105,7 @@ public struct EventLog: Sendable {
         let end = min(try await head(), position + Int64(max(scan, limit)))
         guard end > position else { return ([], position) }
         let query: PostgresQuery = """
-            SELECT seq, kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, author, depth, created_at
+            SELECT \(unescaped: Self.columns)
             FROM psync_events
             WHERE seq > \(position) AND seq <= \(end) AND kind = ANY(\(filter.kinds.map(\.rawValue))::text[])
               AND (\(filter.collections == nil) OR collection = ANY(\(Array(filter.collections ?? []))::text[]))
@@ -110,7 +123,7 @@ public struct EventLog: Sendable {
 
     func events(after position: Int64, limit: Int, on connection: PostgresConnection?) async throws -> [ChangeEvent] {
         let query: PostgresQuery = """
-            SELECT seq, kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, author, depth, created_at
+            SELECT \(unescaped: Self.columns)
             FROM psync_events WHERE seq > \(position) ORDER BY seq LIMIT \(limit)
             """
         if let connection {

@@ -125,6 +125,7 @@ public final class WriteTransaction {
         guard !partitions.isEmpty else { return [:] }
         for list in operations.values { try store.limits.check(operationCount: list.count) }
         let versions = try await lock(partitions)
+        // Every touched object in one read; staging below reads them from the transaction.
         let stored = try await load(OperationApplier.keys(of: operations.values.flatMap { $0 }))
         if defersWrites {
             var result: [Partition: [ObjectChange]] = [:]
@@ -227,7 +228,7 @@ public final class WriteTransaction {
     /// taken inside a savepoint that is rolled back would be released).
     public func withSavepoint<Result>(_ body: () async throws -> Result) async throws -> Result {
         try await writeStaged()
-        let (changeCount, eventCount, lockedBefore, knownBefore, touchedBefore) = (changes.count, events.count, versions, known, touched)
+        let (changesBefore, eventsBefore, lockedBefore, knownBefore, touchedBefore) = (changes.count, events.count, versions, known, touched)
         try await connection.query("SAVEPOINT psync_upload", logger: logger)
         do {
             let result = try await body()
@@ -235,8 +236,8 @@ public final class WriteTransaction {
             return result
         } catch {
             try await connection.query("ROLLBACK TO SAVEPOINT psync_upload", logger: logger)
-            changes.removeLast(changes.count - changeCount)
-            events.removeLast(events.count - eventCount)
+            changes.removeLast(changes.count - changesBefore)
+            events.removeLast(events.count - eventsBefore)
             versions = lockedBefore
             known = knownBefore
             touched = touchedBefore

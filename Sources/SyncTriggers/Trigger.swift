@@ -94,10 +94,7 @@ public struct Trigger: Sendable {
 
     /// Whether the trigger handles the event.
     public func matches(_ event: ChangeEvent) -> Bool {
-        guard kinds.contains(event.kind) else { return false }
-        if let collections, !collections.contains(event.collection ?? "") { return false }
-        if let operations, !operations.contains(event.operation) { return false }
-        return predicate?(event) ?? true
+        filter.passes(event) && (predicate?(event) ?? true)
     }
 }
 

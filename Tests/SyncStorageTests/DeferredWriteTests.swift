@@ -14,15 +14,31 @@ struct DeferredWriteTests {
         return nil
     }
 
-    @Test("a deferring transaction writes an object changed many times once, at commit, with an event per change at its depth")
-    func writtenOnceAtCommit() async throws {
+    static let room = partition("counters=all")
+    static let counter = key("Counter", "k")
+
+    /// Runs `body` with a database holding Counter `k` at 0.
+    static func withCounter(_ body: @Sendable (TestDatabase, ObjectStore) async throws -> Void) async throws {
         try await TestDatabase.with { db in
             let store = db.store()
-            let room = partition("counters=all")
-            let counter = key("Counter", "k")
             try await store.apply([.put(counter, body: ["count": 0])], in: room)
-            try await store.withWriteTransaction(author: "tester") { transaction in
-                transaction.defersWrites = true
+            try await body(db, store)
+        }
+    }
+
+    /// Runs `body` in a write transaction that defers its writes.
+    static func deferring(_ store: ObjectStore, _ body: (WriteTransaction) async throws -> Void) async throws {
+        try await store.withWriteTransaction(author: "tester") { transaction in
+            transaction.defersWrites = true
+            try await body(transaction)
+        }
+    }
+
+    @Test("a deferring transaction writes an object changed many times once, at commit, with an event per change at its depth")
+    func writtenOnceAtCommit() async throws {
+        try await Self.withCounter { db, store in
+            let (room, counter) = (Self.room, Self.counter)
+            try await Self.deferring(store) { transaction in
                 for step in 1...3 {
                     transaction.depth = step
                     try await transaction.apply([.increment(counter, path: path("count"), by: 1)], in: room)
@@ -81,13 +97,9 @@ struct DeferredWriteTests {
 
     @Test("a savepoint writes staged changes first, and its rollback forgets what it changed")
     func savepoints() async throws {
-        try await TestDatabase.with { db in
-            let store = db.store()
-            let room = partition("counters=all")
-            let counter = key("Counter", "k")
-            try await store.apply([.put(counter, body: ["count": 0])], in: room)
-            try await store.withWriteTransaction(author: "tester") { transaction in
-                transaction.defersWrites = true
+        try await Self.withCounter { db, store in
+            let (room, counter) = (Self.room, Self.counter)
+            try await Self.deferring(store) { transaction in
                 try await transaction.apply([.increment(counter, path: path("count"), by: 1)], in: room)
                 struct Refused: Error {}
                 await #expect(throws: Refused.self) {
