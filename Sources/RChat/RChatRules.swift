@@ -28,11 +28,21 @@ struct ConversationRule: PermissionRule {
         principal.userID.map { [RChat.userPartition($0)] } ?? []
     }
 
+    /// Only a change of the user's own User record that adds or removes this conversation;
+    /// not, say, its unread count.
+    func decisions(of principal: Principal, on partition: Partition, canChangeWith change: ObjectChange) -> Bool {
+        guard change.key.collection == User.collection, change.key.id == principal.userID else { return false }
+        return Self.lists(change.before.body, partition) != Self.lists(change.after.body, partition)
+    }
+
+    private static func lists(_ user: [String: JSONValue]?, _ partition: Partition) -> Bool {
+        (user?["conversations"]?.arrayValue ?? []).contains { $0["id"] == .string(partition.value) }
+    }
+
     private func isMember(_ principal: Principal, _ partition: Partition, _ context: PermissionContext) async throws -> Bool {
         guard let userID = principal.userID else { return false }
         guard let user = try await context.object(ObjectKey(collection: User.collection, id: userID)) else { return false }
-        let conversations = user.body?["conversations"]?.arrayValue ?? []
-        return conversations.contains { $0["id"] == .string(partition.value) }
+        return Self.lists(user.body, partition)
     }
 }
 

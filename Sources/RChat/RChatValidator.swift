@@ -1,3 +1,4 @@
+import Synchronization
 import SyncProtocol
 import SyncServer
 import SyncStorage
@@ -10,6 +11,10 @@ import SyncStorage
 /// - a User record is created and deleted by the server only, and its owner cannot change its
 ///   `userName` (`_id` and `partition` the engine already protects).
 struct RChatValidator: WriteValidator {
+    /// Users' names, read once: a userName never changes (see below), so a message's author
+    /// check costs no read after the user's first message.
+    let userNames = UserNames()
+
     func validate(_ change: ObjectChange, in partition: Partition, by principal: Principal, context: ValidationContext) async throws {
         guard case .user(let userID) = principal else { return }
         let collection = change.key.collection
@@ -43,10 +48,28 @@ struct RChatValidator: WriteValidator {
     }
 
     private func userName(of userID: String, _ context: ValidationContext) async throws -> String {
+        if let name = userNames[userID] { return name }
         let key = try ObjectKey(collection: User.collection, id: userID)
         guard let name = try await context.transaction.load([key])[key]?.state.body?["userName"]?.stringValue else {
             throw SyncError(.validationFailed, "your User record does not exist yet")
         }
+        userNames[userID] = name
         return name
+    }
+}
+
+/// A bounded map from user ids to their userNames, shared by the validator's copies.
+final class UserNames: Sendable {
+    private static let capacity = 100_000
+    private let names = Mutex<[String: String]>([:])
+
+    subscript(userID: String) -> String? {
+        get { names.withLock { $0[userID] } }
+        set {
+            names.withLock { names in
+                if names.count >= Self.capacity { names.removeAll(keepingCapacity: true) }
+                names[userID] = newValue
+            }
+        }
     }
 }

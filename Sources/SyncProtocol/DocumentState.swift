@@ -20,7 +20,8 @@ public struct ObjectChange: Sendable, Hashable {
     public var key: ObjectKey
     public var before: DocumentState
     public var after: DocumentState
-    /// The compact JSON of the body after the change; `nil` for a deletion.
+    /// The compact JSON of the body after the change; `nil` for a deletion (and for a body
+    /// not encoded yet, see ``OperationApplier/apply(_:to:encoding:)``).
     public var encodedBody: [UInt8]?
     /// Whether a `put` rewrote the existing object (rather than only field operations).
     public var replaced: Bool

@@ -16,20 +16,34 @@ public struct EncodedChangeBatch: Sendable {
         /// trusted to be a valid JSON object (it comes from a `jsonb` column); insignificant
         /// whitespace is removed.
         public init(key: ObjectKey, version: Int64, bodyText: UnsafeRawBufferPointer?) {
+            self.init(key: key, version: version, bodyLength: bodyText?.count) { bytes in
+                JSONText.appendCompact(bodyText!, to: &bytes)
+            }
+        }
+
+        /// Encodes an object whose body is compact JSON already (the engine's own
+        /// serialization of a body it just wrote); `nil` for a tombstone.
+        public init(key: ObjectKey, version: Int64, compactBody: [UInt8]?) {
+            self.init(key: key, version: version, bodyLength: compactBody?.count) { bytes in
+                bytes.append(contentsOf: compactBody!)
+            }
+        }
+
+        private init(key: ObjectKey, version: Int64, bodyLength: Int?, appendBody: (inout [UInt8]) -> Void) {
             self.key = key
             self.version = version
-            self.isDeleted = bodyText == nil
+            self.isDeleted = bodyLength == nil
             var bytes: [UInt8] = []
-            bytes.reserveCapacity((bodyText?.count ?? 0) + key.collection.utf8.count + key.id.utf8.count + 64)
-            if let bodyText {
+            bytes.reserveCapacity((bodyLength ?? 0) + key.collection.utf8.count + key.id.utf8.count + 64)
+            if bodyLength != nil {
                 bytes.append(contentsOf: #"{"body":"#.utf8)
-                JSONText.appendCompact(bodyText, to: &bytes)
+                appendBody(&bytes)
                 bytes.append(contentsOf: #","collection":"#.utf8)
             } else {
                 bytes.append(contentsOf: #"{"collection":"#.utf8)
             }
             JSONValue.string(key.collection).write(to: &bytes)
-            bytes.append(contentsOf: (bodyText == nil ? #","deleted":true,"id":"# : #","deleted":false,"id":"#).utf8)
+            bytes.append(contentsOf: (bodyLength == nil ? #","deleted":true,"id":"# : #","deleted":false,"id":"#).utf8)
             JSONValue.string(key.id).write(to: &bytes)
             bytes.append(contentsOf: #","version":"#.utf8)
             bytes.append(contentsOf: String(version).utf8)

@@ -25,8 +25,13 @@ public struct OperationApplier: Sendable {
     /// Applies `operations` in order. `current` holds the stored state of each touched key
     /// (a key not in it counts as ``DocumentState/absent``). Returns the objects whose state
     /// changed, sorted by key; objects an operation left as they were are not included.
+    ///
+    /// Each new body is checked against the limits and encoded (``ObjectChange/encodedBody``)
+    /// unless `encoding` is false: then the caller must do it (``Limits/encode(body:of:)``)
+    /// before the body is stored, as a writer that changes an object many times before it
+    /// writes it once does.
     public func apply(
-        _ operations: [SyncOperation], to current: [ObjectKey: DocumentState]
+        _ operations: [SyncOperation], to current: [ObjectKey: DocumentState], encoding: Bool = true
     ) throws(SyncError) -> [ObjectChange] {
         try limits.check(operationCount: operations.count)
         var working: [ObjectKey: DocumentState] = [:]
@@ -50,7 +55,7 @@ public struct OperationApplier: Sendable {
             let before = current[key] ?? .absent
             if before == after { continue }
             if case .deleted = after, case .absent = before { continue }
-            let encoded = try after.body.map { body throws(SyncError) in try limits.encode(body: body, of: key) }
+            let encoded = encoding ? try after.body.map { body throws(SyncError) in try limits.encode(body: body, of: key) } : nil
             changes.append(ObjectChange(key: key, before: before, after: after, encodedBody: encoded, replaced: replaced.contains(key)))
         }
         return changes.sorted { $0.key < $1.key }

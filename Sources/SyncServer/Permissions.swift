@@ -17,10 +17,19 @@ public protocol PermissionRule: Sendable {
     /// When one of them changes, every open subscription that depends on it is checked again
     /// and ended with `permission_revoked` if it may no longer read. Default: none.
     func inputs(of principal: Principal, for partition: Partition) -> [Partition]
+    /// Whether `change`, a committed change of one of the inputs, can change the decisions for
+    /// `principal` on `partition`. A commit made by this server instance comes with its
+    /// changes, and its dependent decisions are checked again only when one of them can
+    /// change them (RChat's conversation rule passes over unread counts, which change with
+    /// every message); a commit of another instance is always checked. Must be quick: it runs
+    /// for every change of an input. Default: `true`.
+    func decisions(of principal: Principal, on partition: Partition, canChangeWith change: ObjectChange) -> Bool
 }
 
 extension PermissionRule {
     public func inputs(of principal: Principal, for partition: Partition) -> [Partition] { [] }
+
+    public func decisions(of principal: Principal, on partition: Partition, canChangeWith change: ObjectChange) -> Bool { true }
 }
 
 /// What a permission rule can read.
@@ -96,6 +105,13 @@ public struct Permissions: Sendable {
 
     public func inputs(of principal: Principal, for partition: Partition) -> [Partition] {
         rules[partition.key]?.inputs(of: principal, for: partition) ?? []
+    }
+
+    /// Whether one of `changes` (of an input of the decisions) can change the decisions for
+    /// `principal` on `partition`.
+    public func decisions(of principal: Principal, on partition: Partition, canChangeWith changes: [ObjectChange]) -> Bool {
+        guard let rule = rules[partition.key] else { return false }
+        return changes.contains { rule.decisions(of: principal, on: partition, canChangeWith: $0) }
     }
 
     /// Runs every validator on every change; a validator that throws something other than a

@@ -29,6 +29,10 @@ public struct ServerConfiguration: Sendable {
     public var changePollInterval: Duration = .seconds(1)
     /// Connections in the PostgreSQL pool. Default 20.
     public var databasePoolSize: Int = 20
+    /// Upload transactions this instance runs at once. Uploads that arrive while they run
+    /// wait and then share the next commit, many clients' uploads in one transaction (each
+    /// still all-or-nothing on its own). Default 2.
+    public var uploadTransactions: Int = 2
     /// Name reported in logs and the `server` header. Default `psync`.
     public var name: String = "psync"
 

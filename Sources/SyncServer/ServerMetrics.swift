@@ -16,6 +16,7 @@ public final class ServerMetrics: Sendable {
     let uploadDuration: CoreMetrics.Timer
     let changesPushed: CoreMetrics.Counter
     let feedReads: Tally
+    let localDeliveries: Tally
     let subscriptionPauses: Tally
     let queuePeakGauge: CoreMetrics.Gauge
     private let queuePeak = Mutex(0)
@@ -35,6 +36,7 @@ public final class ServerMetrics: Sendable {
         uploadDuration = CoreMetrics.Timer(label: "psync_upload_duration_seconds", factory: factory)
         changesPushed = CoreMetrics.Counter(label: "psync_changes_pushed_total", factory: factory)
         feedReads = Tally(CoreMetrics.Counter(label: "psync_feed_reads_total", factory: factory))
+        localDeliveries = Tally(CoreMetrics.Counter(label: "psync_feed_local_deliveries_total", factory: factory))
         subscriptionPauses = Tally(CoreMetrics.Counter(label: "psync_subscription_pauses_total", factory: factory))
         queuePeakGauge = CoreMetrics.Gauge(label: "psync_session_queue_peak_bytes", factory: factory)
     }
@@ -51,6 +53,9 @@ public final class ServerMetrics: Sendable {
 
     /// How many times live feeds read a partition (all feeds together).
     public var feedReadCount: Int { feedReads.total }
+
+    /// How many commits of this instance live feeds delivered from memory, without a read.
+    public var localDeliveryCount: Int { localDeliveries.total }
 
     /// How many times a live subscription was paused because its session's queue was full.
     public var subscriptionPauseCount: Int { subscriptionPauses.total }

@@ -97,26 +97,71 @@ public final class SubscriptionHub: Service, Sendable {
     /// notification says so, not when the poll first reads it.
     func committed(_ partition: Partition, version: Int64, polled: Bool = false) {
         let (fetch, watchers) = state.withLock { state -> (Bool, [any FeedSubscriber]) in
-            var watchers: [any FeedSubscriber] = []
-            if let entries = state.watchers[partition] {
-                let known = state.inputVersions[partition]
-                if known.map({ version > $0 }) ?? !polled {
-                    watchers = entries.values.compactMap(\.subscriber)
-                }
-                state.inputVersions[partition] = max(version, known ?? version)
-            }
-            guard var feed = state.feeds[partition], version > feed.position.version else { return (false, watchers) }
-            if feed.fetching {
-                feed.dirty = true
-                state.feeds[partition] = feed
-                return (false, watchers)
-            }
-            feed.fetching = true
-            state.feeds[partition] = feed
-            return (true, watchers)
+            let watchers = Self.changedInput(partition, version: version, polled: polled, in: &state)
+            return (Self.startFetch(partition, version: version, in: &state), watchers)
         }
         if fetch { eventSink.yield(.fetch(partition)) }
-        for watcher in watchers { watcher.permissionInputChanged(partition) }
+        for watcher in watchers { watcher.permissionInputChanged(partition, changes: nil) }
+    }
+
+    /// A commit of this process (``ObjectStore/observeCommits(_:)``), before its notification:
+    /// a feed that is exactly at the version before gets the commit's changes from memory,
+    /// without reading the partition again; any other feed reads as for a notification.
+    func committedLocally(_ commit: Commit) {
+        guard let epoch = store.knownEpoch else {
+            for changes in commit.partitions { committed(changes.partition, version: changes.version) }
+            return
+        }
+        for changes in commit.partitions {
+            let (partition, version) = (changes.partition, changes.version)
+            let (fetch, watchers) = state.withLock { state -> (Bool, [any FeedSubscriber]) in
+                let watchers = Self.changedInput(partition, version: version, polled: false, in: &state)
+                guard var feed = state.feeds[partition], !feed.fetching, feed.position == FeedPosition(version: version - 1) else {
+                    return (Self.startFetch(partition, version: version, in: &state), watchers)
+                }
+                let end = FeedPosition(version: version)
+                let page = EncodedChangeBatch(
+                    partition: partition,
+                    objects: changes.changes.map { change in
+                        EncodedChangeBatch.Object(key: change.key, version: version, compactBody: change.after.body.map { _ in change.encodedBody ?? [] })
+                    },
+                    cursor: CursorPosition(epoch: epoch, version: version).cursor, upToDate: true, reset: false, version: version)
+                deliver(page, at: end, to: &feed, partition: partition)
+                metrics.localDeliveries.increment()
+                feed.cursor = page.cursor
+                feed.position = end
+                if feed.members.isEmpty {
+                    state.feeds.removeValue(forKey: partition)
+                } else {
+                    state.feeds[partition] = feed
+                }
+                return (false, watchers)
+            }
+            if fetch { eventSink.yield(.fetch(partition)) }
+            for watcher in watchers { watcher.permissionInputChanged(partition, changes: changes.changes) }
+        }
+    }
+
+    /// Notes a new version of a partition permission decisions may depend on; the
+    /// subscribers to tell.
+    private static func changedInput(_ partition: Partition, version: Int64, polled: Bool, in state: inout State) -> [any FeedSubscriber] {
+        guard let entries = state.watchers[partition] else { return [] }
+        let known = state.inputVersions[partition]
+        state.inputVersions[partition] = max(version, known ?? version)
+        guard known.map({ version > $0 }) ?? !polled else { return [] }
+        return entries.values.compactMap(\.subscriber)
+    }
+
+    /// Marks a feed behind `version` to read; whether a read must start (none is running).
+    private static func startFetch(_ partition: Partition, version: Int64, in state: inout State) -> Bool {
+        guard var feed = state.feeds[partition], version > feed.position.version else { return false }
+        defer { state.feeds[partition] = feed }
+        if feed.fetching {
+            feed.dirty = true
+            return false
+        }
+        feed.fetching = true
+        return true
     }
 
     /// The listener (re)connected: notifications may have been missed, so every feed reads
@@ -139,7 +184,7 @@ public final class SubscriptionHub: Service, Sendable {
             return (started, watchers)
         }
         for partition in partitions { eventSink.yield(.fetch(partition)) }
-        for (partition, watcher) in watchers { watcher.permissionInputChanged(partition) }
+        for (partition, watcher) in watchers { watcher.permissionInputChanged(partition, changes: nil) }
     }
 
     // MARK: Membership

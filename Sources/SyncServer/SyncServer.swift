@@ -113,11 +113,15 @@ public final class SyncServer: Service, Sendable {
             logger.warning("no JWT secret configured: tokens are signed with a random key and die with this process")
         }
         let auth = AuthService(store: store, configuration: configuration.auth, issuer: issuer, logger: logger)
-        let uploads = UploadService(store: store, permissions: permissions, metrics: metrics, logger: logger)
+        let uploads = UploadService(
+            store: store, permissions: permissions, metrics: metrics, logger: logger, concurrency: configuration.uploadTransactions)
         let hub = SubscriptionHub(
             store: store, batchSize: configuration.sessions.batchSize, pollInterval: configuration.changePollInterval,
             metrics: metrics, logger: logger)
         runningHub.withLock { $0 = hub }
+        // This instance's own commits reach its subscribers at once, from memory; the
+        // listener brings the other instances' commits.
+        store.observeCommits { commit in hub.committedLocally(commit) }
         let triggers = TriggerService(
             store: store, triggers: application.triggers, configuration: configuration.triggers, instance: instance,
             metricsFactory: metrics.factory, logger: logger)
@@ -194,7 +198,16 @@ public final class SyncServer: Service, Sendable {
         let store = ObjectStore(client: client, configuration: configuration.storage, logger: logger)
         try await store.createIndexes(application.indexes)
         let ledger = TriggerLedger(store: store)
-        for trigger in application.triggers { try await ledger.register(trigger.name) }
+        var new: [String] = []
+        for trigger in application.triggers where try await ledger.register(trigger.name) { new.append(trigger.name) }
+        // Instances record only the events their own triggers match, and every event once
+        // they see a trigger they do not know (docs/TRIGGERS.md, "Which events are recorded").
+        // While other instances run, a new trigger starts only after they have all looked.
+        if !new.isEmpty, try await ledger.anyLeaseHeld() {
+            logger.info("new triggers: waiting until the running instances record their events", metadata: ["triggers": "\(new)"])
+            try await Task.sleep(for: configuration.triggers.pollInterval * 2)
+            try await ledger.restart(new)
+        }
     }
 
     private func listening(on channel: any Channel) {

@@ -32,10 +32,15 @@ extension SyncSession {
                 await apply(batch)
                 let closeNow = state.withLock { state -> Bool in
                     state.uploading = false
+                    state.uploadingTo = nil
                     return state.shuttingDown
                 }
+                writerSignal.yield()
                 if closeNow {
                     close(.goingAway, "the server is shutting down")
+                    // The writer sends the close frame and ends the session; ending this task
+                    // first would cancel the writer before it does.
+                    for await _ in AsyncStream<Void>.never() {}
                     return
                 }
             }
@@ -57,6 +62,7 @@ extension SyncSession {
                 operations += next.operations.count
             }
             state.uploading = true
+            state.uploadingTo = first.partition
             return batch
         }
     }
@@ -82,14 +88,20 @@ extension SyncSession {
         }
         let outcomes = await services.uploads.upload(
             batch: batch.map { ($0.requestId, $0.operations) }, to: partition, by: principal, canWrite: canWrite ?? false)
+        // The batch's commit may already have queued its pages here: the answers go first.
+        let version = outcomes.lazy.compactMap { outcome -> Int64? in
+            if case .ack(let result) = outcome, !result.isReplay { return result.version }
+            return nil
+        }.first
+        let ahead = version.map { (partition, $0) }
         for (upload, outcome) in zip(batch, outcomes) {
             switch outcome {
             case .ack(let result):
-                send(.ack(requestId: upload.requestId, partition: partition, cursor: result.cursor, version: result.version))
+                send(.ack(requestId: upload.requestId, partition: partition, cursor: result.cursor, version: result.version), ahead: ahead)
             case .rejected(let error, let objects):
-                send(.rejected(requestId: upload.requestId, partition: partition, error: error, objects: objects))
+                send(.rejected(requestId: upload.requestId, partition: partition, error: error, objects: objects), ahead: ahead)
             case .failed(let error):
-                send(.error(error, partition: partition))
+                send(.error(error, partition: partition), ahead: ahead)
             }
         }
     }

@@ -74,6 +74,9 @@ final class SyncSession: FeedSubscriber, Sendable {
         var shuttingDown = false
         /// A batch of uploads is being applied.
         var uploading = false
+        /// The partition of the batch being applied: the writer holds back its pages until
+        /// the batch is answered, so the answers arrive first.
+        var uploadingTo: Partition?
         /// Uploads received and not yet applied, in order.
         var uploads: Deque<QueuedUpload> = []
         /// How many subscriptions and write decisions depend on each permission input.
@@ -131,13 +134,28 @@ final class SyncSession: FeedSubscriber, Sendable {
     // MARK: The queue
 
     /// Queues a reply; a client that lets too many replies pile up is closed.
-    func send(_ message: ServerMessage) {
+    ///
+    /// With `ahead`, the reply goes before the queued pages of that partition at or after that
+    /// version: an upload's answer, since its commit reaches this instance's subscribers (this
+    /// session among them) before the uploader can answer, and a client hears of its upload's
+    /// outcome before it sees the upload's effects.
+    func send(_ message: ServerMessage, ahead: (partition: Partition, version: Int64)? = nil) {
         if case .error(let error, _) = message { services.metrics.countError(error.code.rawValue) }
         let text = message.json.jsonString
         let overflow = state.withLock { state -> Bool in
             guard !state.closing else { return false }
             if state.queuedReplies >= services.configuration.outboxLimitReplies { return true }
-            state.queue.append(.reply(text))
+            let position = ahead.flatMap { ahead in
+                state.queue.firstIndex { item in
+                    guard case .changes(let partition, _, let cursor, _) = item, partition == ahead.partition else { return false }
+                    return (CursorPosition(cursor)?.version ?? 0) >= ahead.version
+                }
+            }
+            if let position {
+                state.queue.insert(.reply(text), at: position)
+            } else {
+                state.queue.append(.reply(text))
+            }
             state.queuedReplies += 1
             return false
         }
@@ -187,9 +205,11 @@ final class SyncSession: FeedSubscriber, Sendable {
         state.subscriptions[partition]?.queued = nil
     }
 
-    /// The next item for the writer, accounting for it.
+    /// The next item for the writer, accounting for it; `nil` also while the next is a page of
+    /// the partition an upload is being applied to (the uploader wakes the writer when done).
     func takeNextItem() -> Item? {
         state.withLock { state in
+            if case .changes(let partition, _, _, _)? = state.queue.first, partition == state.uploadingTo { return nil }
             guard let item = state.queue.popFirst() else { return nil }
             switch item {
             case .reply: state.queuedReplies -= 1
@@ -284,7 +304,16 @@ final class SyncSession: FeedSubscriber, Sendable {
         if changed { workerSignal.yield() }
     }
 
-    func permissionInputChanged(_ partition: Partition) {
+    func permissionInputChanged(_ partition: Partition, changes: [ObjectChange]?) {
+        if let changes, let principal {
+            // Known changes: only a decision they can change is checked again.
+            let (subscriptions, writes) = state.withLock { state in
+                (state.subscriptions.filter { $0.value.inputs.contains(partition) }.map(\.key), Array(state.writeDecisions.keys))
+            }
+            let permissions = services.permissions
+            let dependents = subscriptions + writes.filter { permissions.inputs(of: principal, for: $0).contains(partition) }
+            guard dependents.contains(where: { permissions.decisions(of: principal, on: $0, canChangeWith: changes) }) else { return }
+        }
         state.withLock { state in
             state.recheck.insert(partition)
             state.inputChanges += 1

@@ -21,6 +21,24 @@ struct UploadService: Sendable {
     let permissions: Permissions
     let metrics: ServerMetrics
     let logger: Logger
+    /// Every upload goes through it: under load, many clients' uploads share a commit.
+    let combiner: UploadCombiner
+
+    init(store: ObjectStore, permissions: Permissions, metrics: ServerMetrics, logger: Logger, concurrency: Int = 2) {
+        self.store = store
+        self.permissions = permissions
+        self.metrics = metrics
+        self.logger = logger
+        self.combiner = UploadCombiner(store: store, concurrency: concurrency)
+    }
+
+    /// Checks an upload's changes with the application's validators, as `principal`.
+    private func validator(in partition: Partition, by principal: Principal) -> ObjectStore.Validator {
+        let permissions = self.permissions
+        return { changes, transaction in
+            try await permissions.validate(changes, in: partition, by: principal, transaction: transaction)
+        }
+    }
 
     func upload(
         _ operations: [SyncOperation], to partition: Partition, requestId: String, by principal: Principal,
@@ -39,12 +57,8 @@ struct UploadService: Sendable {
             guard allowed else {
                 return await reject(SyncError(.permissionDenied, "you may not write to \(partition)"), operations, partition, principal)
             }
-            let permissions = self.permissions
-            let result = try await store.upload(
-                Upload(partition: partition, operations: operations, principal: principal.description, requestId: requestId)
-            ) { changes, transaction in
-                try await permissions.validate(changes, in: partition, by: principal, transaction: transaction)
-            }
+            let upload = Upload(partition: partition, operations: operations, principal: principal.description, requestId: requestId)
+            let result = try await combiner.upload([upload], validate: validator(in: partition, by: principal))[0].get()
             metrics.countUpload("ack")
             return .ack(result)
         } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
@@ -63,9 +77,6 @@ struct UploadService: Sendable {
         batch: [(requestId: String, operations: [SyncOperation])], to partition: Partition, by principal: Principal,
         canWrite: Bool
     ) async -> [Outcome] {
-        guard batch.count > 1 else {
-            return await batch.asyncMap { await upload($0.operations, to: partition, requestId: $0.requestId, by: principal, canWrite: canWrite) }
-        }
         let started = ContinuousClock.now
         defer { metrics.uploadDuration.record(duration: ContinuousClock.now - started) }
         guard canWrite else {
@@ -73,14 +84,11 @@ struct UploadService: Sendable {
                 await reject(SyncError(.permissionDenied, "you may not write to \(partition)"), $0.operations, partition, principal)
             }
         }
-        let permissions = self.permissions
         let results: [Result<UploadResult, SyncError>]
         do {
-            results = try await store.upload(
-                batch: batch.map { Upload(partition: partition, operations: $0.operations, principal: principal.description, requestId: $0.requestId) }
-            ) { changes, transaction in
-                try await permissions.validate(changes, in: partition, by: principal, transaction: transaction)
-            }
+            results = try await combiner.upload(
+                batch.map { Upload(partition: partition, operations: $0.operations, principal: principal.description, requestId: $0.requestId) },
+                validate: validator(in: partition, by: principal))
         } catch {
             let failure = ServerError.describe(error, logger: logger)
             for _ in batch {

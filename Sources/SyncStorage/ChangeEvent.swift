@@ -101,18 +101,24 @@ struct PendingEvent {
     var userID: String?
     var before: [String: JSONValue]?
     var after: [String: JSONValue]?
+    /// `after` as JSON text, when the change had it already.
+    var encodedAfter: [UInt8]?
     var changed: [String] = []
     var removed: [String] = []
-    var depth = 0
+    var author: String
+    var depth: Int
 
     /// The event of an object change.
-    init(change: ObjectChange, partition: Partition, version: Int64) {
+    init(change: ObjectChange, partition: Partition, version: Int64, author: String, depth: Int) {
+        self.author = author
+        self.depth = depth
         kind = .object
         key = change.key
         self.partition = partition
         self.version = version
         before = change.before.body
         after = change.after.body
+        encodedAfter = change.encodedBody
         switch (change.before, change.after) {
         case (.live, .deleted): operation = .delete
         case (.live, .live): operation = change.replaced ? .replace : .update
@@ -122,10 +128,21 @@ struct PendingEvent {
     }
 
     /// An event about a user.
-    init(kind: ChangeEvent.Kind, operation: ChangeEvent.Operation, userID: String, after: [String: JSONValue]? = nil) {
+    init(kind: ChangeEvent.Kind, operation: ChangeEvent.Operation, userID: String, after: [String: JSONValue]? = nil, author: String, depth: Int) {
+        self.author = author
+        self.depth = depth
         self.kind = kind
         self.operation = operation
         self.userID = userID
         self.after = after
+    }
+}
+
+extension PendingEvent {
+    /// The event as a trigger will see it (at position 0, made now), for ``EventInterest``.
+    var event: ChangeEvent {
+        ChangeEvent(
+            position: 0, kind: kind, operation: operation, key: key, partition: partition, version: version, userID: userID,
+            before: before, after: after, changedFields: changed, removedFields: removed, author: author, depth: depth)
     }
 }

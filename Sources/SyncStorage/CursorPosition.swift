@@ -26,22 +26,33 @@ public struct CursorPosition: Sendable, Hashable {
             fields["i"] = .string(after.id)
         }
         if let tombstoneFloor { fields["f"] = .int(tombstoneFloor) }
-        let encoded = Data(JSONValue.object(fields).jsonBytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-        return Cursor(rawValue: Self.prefix + encoded)
+        // base64url without padding, translated byte by byte (a cursor is made for every
+        // upload and every delivered commit).
+        var text = Array(Self.prefix.utf8)
+        for byte in Data(JSONValue.object(fields).jsonBytes).base64EncodedString().utf8 {
+            switch byte {
+            case UInt8(ascii: "+"): text.append(UInt8(ascii: "-"))
+            case UInt8(ascii: "/"): text.append(UInt8(ascii: "_"))
+            case UInt8(ascii: "="): break
+            default: text.append(byte)
+            }
+        }
+        return Cursor(rawValue: String(decoding: text, as: UTF8.self))
     }
 
     /// Reads a cursor back; `nil` for anything this server did not hand out.
     public init?(_ cursor: Cursor) {
         let text = cursor.rawValue
         guard text.hasPrefix(Self.prefix), text.utf8.count <= 2048 else { return nil }
-        var base64 = String(text.dropFirst(Self.prefix.count))
-            .replacingOccurrences(of: "-", with: "+")
-            .replacingOccurrences(of: "_", with: "/")
-        while base64.utf8.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64),
+        var base64: [UInt8] = text.utf8.dropFirst(Self.prefix.utf8.count).map { byte in
+            switch byte {
+            case UInt8(ascii: "-"): UInt8(ascii: "+")
+            case UInt8(ascii: "_"): UInt8(ascii: "/")
+            default: byte
+            }
+        }
+        while base64.count % 4 != 0 { base64.append(UInt8(ascii: "=")) }
+        guard let data = Data(base64Encoded: Data(base64)),
             let json = try? JSONParser(maximumDepth: 2).parse(Array(data)),
             let epochText = json["e"]?.stringValue, let epoch = UUID(uuidString: epochText),
             let version = json["v"]?.intValue, version >= 0

@@ -24,14 +24,35 @@ public struct EventLog: Sendable {
     /// last position, or `nil` when there was nothing to number.
     @discardableResult
     public func sequence(limit: Int = 10_000) async throws -> Int64? {
-        try await store.client.withConnection { connection in
-            let last = try await sequence(limit: limit, on: connection)
-            if let last { await store.announce(["seq:\(last)"], on: connection) }
-            return last
-        }
+        try await sequencePass(limit: limit)?.last
     }
 
-    private func sequence(limit: Int, on connection: PostgresConnection) async throws -> Int64? {
+    /// What one pass of the sequencer numbered.
+    public struct Pass: Sendable {
+        /// The new last position.
+        public var last: Int64
+        /// The kind, collection and operation of each numbered event, once each: which
+        /// readers have something new.
+        public var shapes: Set<Shape>
+    }
+
+    /// An event's kind, collection and operation: what a ``Filter`` tests.
+    public struct Shape: Sendable, Hashable {
+        public var kind: ChangeEvent.Kind
+        public var collection: String?
+        public var operation: ChangeEvent.Operation
+    }
+
+    /// One pass of ``sequence(limit:)``, telling what it numbered; `nil` when nothing.
+    public func sequencePass(limit: Int = 10_000) async throws -> Pass? {
+        let pass = try await store.client.withConnection { connection in
+            try await sequence(limit: limit, on: connection)
+        }
+        if let pass { store.announce(["seq:\(pass.last)"]) }
+        return pass
+    }
+
+    private func sequence(limit: Int, on connection: PostgresConnection) async throws -> Pass? {
         try await connection.withTransaction(logger: logger) { connection in
             var last: Int64 = 0
             for try await value in try await connection.query(
@@ -45,14 +66,18 @@ public struct EventLog: Sendable {
                     FROM (SELECT id, clock, xid FROM psync_events WHERE seq IS NULL ORDER BY clock, xid, id LIMIT \(limit)) AS pending
                 )
                 UPDATE psync_events e SET seq = \(last) + next.n FROM next WHERE e.id = next.id
-                RETURNING e.seq
+                RETURNING e.kind, e.collection, e.operation
                 """, logger: logger)
             var count: Int64 = 0
-            for try await _ in rows { count += 1 }
+            var shapes: Set<Shape> = []
+            for try await (kind, collection, operation) in rows.decode((String, String?, String).self) {
+                count += 1
+                shapes.insert(Shape(kind: ChangeEvent.Kind(rawValue: kind) ?? .object, collection: collection, operation: .init(rawValue: operation)))
+            }
             guard count > 0 else { return nil }
             try await connection.query(
                 "UPDATE psync_sequencer SET last_seq = \(last + count)", logger: logger)
-            return last + count
+            return Pass(last: last + count, shapes: shapes)
         }
     }
 
@@ -86,9 +111,14 @@ public struct EventLog: Sendable {
         /// Whether `event` passes: the same test the SQL of
         /// ``EventLog/events(after:limit:scan:filter:)`` makes.
         public func passes(_ event: ChangeEvent) -> Bool {
-            guard kinds.contains(event.kind) else { return false }
-            if let collections, !collections.contains(event.collection ?? "") { return false }
-            if let operations, !operations.contains(event.operation) { return false }
+            passes(Shape(kind: event.kind, collection: event.collection, operation: event.operation))
+        }
+
+        /// Whether events of this kind, collection and operation pass.
+        public func passes(_ shape: Shape) -> Bool {
+            guard kinds.contains(shape.kind) else { return false }
+            if let collections, !collections.contains(shape.collection ?? "") { return false }
+            if let operations, !operations.contains(shape.operation) { return false }
             return true
         }
     }
@@ -102,17 +132,23 @@ public struct EventLog: Sendable {
     /// has handled them (every event up to it that passes the filter is in the result). Events
     /// that do not pass are never decoded.
     public func events(after position: Int64, limit: Int, scan: Int, filter: Filter) async throws -> (events: [ChangeEvent], through: Int64) {
-        let end = min(try await head(), position + Int64(max(scan, limit)))
-        guard end > position else { return ([], position) }
+        // One statement reads the head (its first row) and the events up to it (or the scan's
+        // end), from one snapshot: every event it leaves out up to that end does not pass.
+        let bound = position + Int64(max(scan, limit))
+        let columns = Self.columns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         let query: PostgresQuery = """
-            SELECT \(unescaped: Self.columns)
-            FROM psync_events
-            WHERE seq > \(position) AND seq <= \(end) AND kind = ANY(\(filter.kinds.map(\.rawValue))::text[])
-              AND (\(filter.collections == nil) OR collection = ANY(\(Array(filter.collections ?? []))::text[]))
-              AND (\(filter.operations == nil) OR operation = ANY(\((filter.operations ?? []).map(\.rawValue))::text[]))
-            ORDER BY seq LIMIT \(limit)
+            SELECT LEAST(last_seq, \(bound)), \(unescaped: columns.map { _ in "NULL" }.joined(separator: ", ")) FROM psync_sequencer
+            UNION ALL (
+                SELECT NULL, \(unescaped: Self.columns)
+                FROM psync_events
+                WHERE seq > \(position) AND seq <= (SELECT LEAST(last_seq, \(bound)) FROM psync_sequencer)
+                  AND kind = ANY(\(filter.kinds.map(\.rawValue))::text[])
+                  AND (\(filter.collections == nil) OR collection = ANY(\(Array(filter.collections ?? []))::text[]))
+                  AND (\(filter.operations == nil) OR operation = ANY(\((filter.operations ?? []).map(\.rawValue))::text[]))
+                ORDER BY seq LIMIT \(limit))
             """
-        let events = try await decode(try await store.client.query(query, logger: logger))
+        var end = position
+        let events = try await decode(try await store.client.query(query, logger: logger), boundColumn: true) { end = max(end, $0) }
         return (events, events.count == limit ? events.last!.position : end)
     }
 
@@ -133,19 +169,34 @@ public struct EventLog: Sendable {
         }
     }
 
-    private func decode(_ rows: PostgresRowSequence) async throws -> [ChangeEvent] {
+    /// Decodes event rows; with `boundColumn`, each row starts with a bound handed to
+    /// `bound`, and a row of the bound alone (no event) is skipped.
+    private func decode(
+        _ rows: PostgresRowSequence, boundColumn: Bool = false, bound: (Int64) -> Void = { _ in }
+    ) async throws -> [ChangeEvent] {
         var events: [ChangeEvent] = []
+        let o = boundColumn ? 1 : 0
         for try await row in rows {
-            let (seq, kind, operation, collection, objectID, partition, version, userID) =
-                try row.decode((Int64, String, String, String?, String?, String?, Int64?, String?).self)
             let columns = row.makeRandomAccess()
-            let before = try columns[8].decode(JSONB?.self)?.value.objectValue
-            let after = try columns[9].decode(JSONB?.self)?.value.objectValue
-            let changed = try columns[10].decode(JSONB?.self)?.value.arrayValue?.compactMap(\.stringValue) ?? []
-            let removed = try columns[11].decode(JSONB?.self)?.value.arrayValue?.compactMap(\.stringValue) ?? []
-            let author = try columns[12].decode(String.self)
-            let depth = try columns[13].decode(Int.self)
-            let created = try columns[14].decode(Date.self)
+            if boundColumn {
+                if let value = try columns[0].decode(Int64?.self) { bound(value) }
+                if try columns[1].decode(Int64?.self) == nil { continue }
+            }
+            let seq = try columns[o].decode(Int64.self)
+            let kind = try columns[o + 1].decode(String.self)
+            let operation = try columns[o + 2].decode(String.self)
+            let collection = try columns[o + 3].decode(String?.self)
+            let objectID = try columns[o + 4].decode(String?.self)
+            let partition = try columns[o + 5].decode(String?.self)
+            let version = try columns[o + 6].decode(Int64?.self)
+            let userID = try columns[o + 7].decode(String?.self)
+            let before = try columns[o + 8].decode(JSONB?.self)?.value.objectValue
+            let after = try columns[o + 9].decode(JSONB?.self)?.value.objectValue
+            let changed = try columns[o + 10].decode(JSONB?.self)?.value.arrayValue?.compactMap(\.stringValue) ?? []
+            let removed = try columns[o + 11].decode(JSONB?.self)?.value.arrayValue?.compactMap(\.stringValue) ?? []
+            let author = try columns[o + 12].decode(String.self)
+            let depth = try columns[o + 13].decode(Int.self)
+            let created = try columns[o + 14].decode(Date.self)
             var key: ObjectKey?
             if let collection, let objectID { key = ObjectKey(uncheckedCollection: collection, id: objectID) }
             events.append(ChangeEvent(

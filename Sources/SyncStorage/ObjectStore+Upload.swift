@@ -17,21 +17,22 @@ extension ObjectStore {
         let epoch = try await epoch()
         do {
             return try await withWriteTransaction(author: upload.principal) { transaction in
+                // Lock and read, compute and validate, then write, store the outcome and
+                // record the events in one statement at commit: four round trips in all
+                // (BEGIN and COMMIT included), however many operations.
+                transaction.defersWrites = true
                 let changes = try await transaction.apply(upload.operations, in: upload.partition) { changes, transaction in
                     try await validate?(changes, transaction)
                 }
                 let version = transaction.versions[upload.partition]!
                 if let requestId = upload.requestId {
-                    let outcome: JSONValue = ["version": .int(version)]
-                    guard try await record(outcome, of: upload, requestId: requestId, on: transaction.connection) else {
-                        throw RepeatedRequest()
-                    }
+                    transaction.recordOutcome(["version": .int(version)], of: upload, requestId: requestId)
                 }
                 return UploadResult(
                     partition: upload.partition, version: version,
                     cursor: CursorPosition(epoch: epoch, version: version).cursor, changes: changes, isReplay: false)
             }
-        } catch is RepeatedRequest {
+        } catch is OutcomeExists {
             return try await replay(upload, epoch: epoch)
         } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
             guard let requestId = upload.requestId else { throw error }
@@ -92,7 +93,3 @@ extension ObjectStore {
         throw SyncError(.internal, "the outcome of a repeated upload could not be found")
     }
 }
-
-/// Thrown inside the upload transaction when its request id already has an outcome, to roll
-/// the transaction back before the stored outcome is returned.
-private struct RepeatedRequest: Error {}

@@ -3,33 +3,61 @@ import PostgresNIO
 import SyncProtocol
 
 extension ObjectStore {
-    /// Applies several uploads to one partition in one transaction, in order, with one commit:
-    /// for a client that sends uploads faster than they commit one by one. Each upload is still
-    /// all-or-nothing on its own: uploads are computed and validated in memory, each on top of
-    /// the ones before it, and only the accepted ones are written, so a refused upload leaves
-    /// the others applied. (When a request id repeats or a write conflicts, the batch is
-    /// applied again with a savepoint per upload.)
+    /// ``upload(batch:validators:)`` with one validator for every upload.
+    public func upload(batch uploads: [Upload], validate: Validator? = nil) async throws -> [Result<UploadResult, SyncError>] {
+        try await upload(batch: uploads, validators: uploads.map { _ in validate })
+    }
+
+    /// Applies several uploads, of any partitions and principals, in one transaction with one
+    /// commit when it can: a client that sends uploads faster than they commit one by one, or
+    /// many clients at once, are not held to a commit each. Each upload is still all-or-nothing
+    /// on its own: uploads are computed and validated in memory (`validators[i]` for the
+    /// i-th), each on top of the ones before it, and only the accepted ones are written, so a
+    /// refused upload leaves the others applied. Uploads of one partition apply in their
+    /// order. When a request id repeats, a write conflicts, or (for several partitions) a
+    /// partition is locked by another transaction for more than a moment, the uploads are
+    /// applied again partition by partition, with a savepoint per upload if need be.
     ///
     /// Returns one result per upload, in order: an ``UploadResult`` (a replay for a repeated
-    /// request id), or the ``SyncError`` that refused it. All applied uploads share the
-    /// partition version of the batch. An internal or transient error fails the whole batch
-    /// (nothing is applied) and is thrown.
-    public func upload(batch uploads: [Upload], validate: Validator? = nil) async throws -> [Result<UploadResult, SyncError>] {
-        guard let partition = uploads.first?.partition else { return [] }
-        precondition(uploads.allSatisfy { $0.partition == partition && $0.principal == uploads[0].principal }, "a batch is one partition and one principal")
+    /// request id), or the ``SyncError`` that refused it. The applied uploads of one partition
+    /// share the partition version of their transaction. An internal or transient error fails
+    /// the whole batch (nothing of it is applied) and is thrown.
+    public func upload(batch uploads: [Upload], validators: [Validator?]) async throws -> [Result<UploadResult, SyncError>] {
+        precondition(validators.count == uploads.count, "one validator (or nil) per upload")
+        guard !uploads.isEmpty else { return [] }
         if uploads.count == 1 {
             do {
-                return [.success(try await upload(uploads[0], validate: validate))]
+                return [.success(try await upload(uploads[0], validate: validators[0]))]
             } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
                 return [.failure(error)]
             }
         }
         let epoch = try await epoch()
-        let steps: [BatchStep]
+        let batch = zip(uploads, validators).map { (upload: $0, validate: $1) }
+        var steps: [BatchStep]
         do {
-            steps = try await stagedBatch(uploads, epoch: epoch, validate: validate)
+            steps = try await stagedBatch(batch, epoch: epoch)
         } catch is BatchConflict {
-            steps = try await savepointBatch(uploads, epoch: epoch, validate: validate)
+            // Partition by partition, each in the order given, in transactions of their own
+            // (at once: one waiting for a lock does not hold up the others).
+            var groups: [Partition: [Int]] = [:]
+            for (index, entry) in batch.enumerated() { groups[entry.upload.partition, default: []].append(index) }
+            steps = Array(repeating: .repeated, count: batch.count)
+            try await withThrowingTaskGroup(of: ([Int], [BatchStep]).self) { tasks in
+                for indices in groups.values {
+                    let group = indices.map { batch[$0] }
+                    tasks.addTask {
+                        do {
+                            return (indices, try await self.stagedBatch(group, epoch: epoch))
+                        } catch is BatchConflict {
+                            return (indices, try await self.savepointBatch(group, epoch: epoch))
+                        }
+                    }
+                }
+                for try await (indices, groupSteps) in tasks {
+                    for (index, step) in zip(indices, groupSteps) { steps[index] = step }
+                }
+            }
         }
         var results: [Result<UploadResult, SyncError>] = []
         for (upload, step) in zip(uploads, steps) {
@@ -47,85 +75,87 @@ extension ObjectStore {
         return results
     }
 
-    /// The usual way: every upload is computed and validated in memory on top of the ones
-    /// before it, then all applied ones are written with one statement and all outcomes
-    /// recorded with another — a constant number of statements per batch. Throws
+    /// The usual way: every partition is locked and every touched object read in one round
+    /// trip; every upload is computed and validated in memory on top of the ones before it;
+    /// then all applied ones are written, their outcomes stored and their events recorded with
+    /// one statement at commit — a constant number of statements per batch. Throws
     /// ``BatchConflict`` (after rolling back) when that cannot decide alone: a request id
     /// already has an outcome, or appears twice, or an object was created meanwhile in
-    /// another partition.
-    private func stagedBatch(_ uploads: [Upload], epoch: UUID, validate: Validator?) async throws -> [BatchStep] {
-        let partition = uploads[0].partition
-        let ids = uploads.compactMap(\.requestId)
-        guard Set(ids).count == ids.count else { throw BatchConflict() }
-        return try await withWriteTransaction(author: uploads[0].principal) { transaction in
-            let version = try await transaction.lock([partition])[partition]!
-            // Every touched object in one read; the uploads then read from the transaction.
-            _ = try await transaction.load(OperationApplier.keys(of: uploads.flatMap(\.operations)))
-            var steps: [BatchStep] = []
-            var outcomes: [(Upload, JSONValue)] = []
-            for upload in uploads {
-                do throws(SyncError) {
-                    try Self.checkRequestID(upload.requestId)
-                } catch {
-                    steps.append(.refused(error))
-                    continue
-                }
-                do {
-                    let changes = try await transaction.stage(upload.operations, in: partition) { changes, transaction in
-                        try await validate?(changes, transaction)
+    /// another partition, or (several partitions) a lock was not granted at once.
+    private func stagedBatch(_ batch: [(upload: Upload, validate: Validator?)], epoch: UUID) async throws -> [BatchStep] {
+        let requests = batch.compactMap { entry in entry.upload.requestId.map { "\(entry.upload.principal)\u{0}\($0)" } }
+        guard Set(requests).count == requests.count else { throw BatchConflict() }
+        let partitions = Array(Set(batch.map(\.upload.partition))).sorted()
+        do {
+            return try await withWriteTransaction(author: batch[0].upload.principal) { transaction in
+                transaction.defersWrites = true
+                // Locked, and every touched object read, in one round trip; the uploads then
+                // read from the transaction. A transaction holding several partition locks
+                // does not wait for one: it could deadlock with a trigger that locks them one
+                // by one in another order (PostgreSQL would break that only after a second).
+                try await transaction.lockAndLoad(
+                    partitions, OperationApplier.keys(of: batch.flatMap(\.upload.operations)),
+                    lockTimeout: partitions.count > 1 ? Self.batchLockTimeout : nil)
+                var steps: [BatchStep] = []
+                for (upload, validate) in batch {
+                    do throws(SyncError) {
+                        try Self.checkRequestID(upload.requestId)
+                    } catch {
+                        steps.append(.refused(error))
+                        continue
                     }
-                    outcomes.append((upload, ["version": .int(version)]))
-                    steps.append(.applied(UploadResult(
-                        partition: partition, version: version, cursor: CursorPosition(epoch: epoch, version: version).cursor,
-                        changes: changes, isReplay: false)))
-                } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
-                    outcomes.append((upload, ["code": .string(error.code.rawValue), "message": .string(error.message)]))
-                    steps.append(.refused(error))
+                    transaction.author = upload.principal
+                    let version = transaction.versions[upload.partition]!
+                    do {
+                        let changes = try await transaction.stage(upload.operations, in: upload.partition) { changes, transaction in
+                            try await validate?(changes, transaction)
+                        }
+                        if let requestId = upload.requestId {
+                            transaction.recordOutcome(["version": .int(version)], of: upload, requestId: requestId)
+                        }
+                        steps.append(.applied(UploadResult(
+                            partition: upload.partition, version: version, cursor: CursorPosition(epoch: epoch, version: version).cursor,
+                            changes: changes, isReplay: false)))
+                    } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
+                        if let requestId = upload.requestId {
+                            transaction.recordOutcome(
+                                ["code": .string(error.code.rawValue), "message": .string(error.message)], of: upload, requestId: requestId)
+                        }
+                        steps.append(.refused(error))
+                    }
                 }
+                // The staged changes, the outcomes and the events are written at commit.
+                return steps
             }
-            do {
-                try await transaction.writeStaged()
-            } catch let error as SyncError where error.code == .partitionMismatch {
-                throw BatchConflict()
-            }
-            guard try await record(outcomes, on: transaction.connection) else { throw BatchConflict() }
-            return steps
+        } catch is OutcomeExists {
+            throw BatchConflict()
+        } catch let error as SyncError where error.code == .partitionMismatch {
+            throw BatchConflict()
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55P03" {
+            throw BatchConflict()
         }
     }
 
-    /// Stores the outcomes of several uploads with request ids; `false` when one of them has
-    /// an outcome already.
-    func record(_ outcomes: [(Upload, JSONValue)], on connection: PostgresConnection) async throws -> Bool {
-        let withIDs = outcomes.compactMap { upload, outcome in upload.requestId.map { (upload, $0, outcome) } }
-        guard !withIDs.isEmpty else { return true }
-        let rows = try await connection.query(
-            """
-            INSERT INTO psync_requests (principal, request_id, partition, outcome)
-            SELECT * FROM unnest(\(withIDs.map(\.0.principal))::text[], \(withIDs.map(\.1))::text[],
-                                 \(withIDs.map(\.0.partition.description))::text[], \(withIDs.map { JSONB(value: $0.2) })::jsonb[])
-            ON CONFLICT (principal, request_id) DO NOTHING
-            RETURNING true
-            """, logger: logger)
-        var inserted = 0
-        for try await _ in rows { inserted += 1 }
-        return inserted == withIDs.count
-    }
+    /// How long a transaction of several partitions waits for one of their locks before its
+    /// uploads are applied partition by partition.
+    static let batchLockTimeout: Duration = .milliseconds(20)
 
-    /// The careful way, when ``stagedBatch(_:epoch:validate:)`` could not decide: each upload
-    /// in a savepoint of its own, written and recorded one by one.
-    private func savepointBatch(_ uploads: [Upload], epoch: UUID, validate: Validator?) async throws -> [BatchStep] {
-        let partition = uploads[0].partition
-        return try await withWriteTransaction(author: uploads[0].principal) { transaction in
+    /// The careful way, for uploads of one partition, when ``stagedBatch(_:epoch:)`` could not
+    /// decide: each upload in a savepoint of its own, written and recorded one by one.
+    private func savepointBatch(_ batch: [(upload: Upload, validate: Validator?)], epoch: UUID) async throws -> [BatchStep] {
+        let partition = batch[0].upload.partition
+        return try await withWriteTransaction(author: batch[0].upload.principal) { transaction in
             // Locked outside the savepoints, so a refused upload cannot release the lock.
             let version = try await transaction.lock([partition])[partition]!
             var steps: [BatchStep] = []
-            for upload in uploads {
+            for (upload, validate) in batch {
                 do throws(SyncError) {
                     try Self.checkRequestID(upload.requestId)
                 } catch {
                     steps.append(.refused(error))
                     continue
                 }
+                transaction.author = upload.principal
                 do {
                     let changes = try await transaction.withSavepoint {
                         let changes = try await transaction.apply(upload.operations, in: partition) { changes, transaction in

@@ -20,11 +20,30 @@ public final class ObjectStore: Sendable {
     public let configuration: StorageConfiguration
     let logger: Logger
     private let cachedEpoch = Mutex<UUID?>(nil)
+    let announcer: Announcer
+    private let interest = Mutex(EventInterest.all)
+    private let observers = Mutex<[@Sendable (Commit) -> Void]>([])
 
     public init(client: PostgresClient, configuration: StorageConfiguration = .init(), logger: Logger) {
         self.client = client
         self.configuration = configuration
         self.logger = logger
+        self.announcer = Announcer(client: client, logger: logger)
+    }
+
+    /// Which change events write transactions record from now on. Default: ``EventInterest/all``.
+    public func recordEvents(_ interest: EventInterest) {
+        self.interest.withLock { $0 = interest }
+    }
+
+    /// Which change events write transactions record.
+    public var eventInterest: EventInterest { interest.withLock { $0 } }
+
+    /// Calls `observer` after each write transaction of this store commits, in the committing
+    /// task, with what it changed: how this process's subscribers hear of its own commits
+    /// without waiting for the notification. It must be quick and must not block.
+    public func observeCommits(_ observer: @escaping @Sendable (Commit) -> Void) {
+        observers.withLock { $0.append(observer) }
     }
 
     public var limits: Limits { configuration.limits }
@@ -32,27 +51,20 @@ public final class ObjectStore: Sendable {
     /// The PostgreSQL notification channel on which every commit announces, per partition it
     /// changed, `"<version>:<partition>"`.
     ///
-    /// The announcement is sent right after COMMIT, in a statement of its own, not inside the
-    /// writing transaction: PostgreSQL commits notifying transactions one at a time (a
-    /// database-wide lock held across the WAL flush), which would cap every write at the speed
-    /// of one flush. A notification-only transaction writes no WAL of its own, so the lock is
-    /// brief. A process that dies between the two leaves the commit unannounced: listeners
-    /// also poll the versions of the partitions they follow (``SubscriptionHub``), and the
-    /// trigger sequencer polls for unnumbered events.
+    /// The announcement is sent after COMMIT, not inside the writing transaction: PostgreSQL
+    /// commits notifying transactions one at a time (a database-wide lock held across the WAL
+    /// flush), which would cap every write at the speed of one flush. The writer does not wait
+    /// for it either: the ``Announcer`` sends the payloads of many commits in one statement.
+    /// A process that dies in between leaves the commit unannounced: listeners also poll the
+    /// versions of the partitions they follow (``SubscriptionHub``), and the trigger sequencer
+    /// polls for unnumbered events.
     public static let notificationChannel = "psync_changes"
 
-    /// Sends `payloads` on ``notificationChannel`` outside any transaction. A failure is
-    /// logged, not thrown: what it announces is committed already, and the pollers find it.
-    func announce(_ payloads: [String], on connection: PostgresConnection) async {
-        guard !payloads.isEmpty else { return }
-        do {
-            let rows = try await connection.query(
-                "SELECT pg_notify(\(Self.notificationChannel), payload) FROM unnest(\(payloads)::text[]) AS t(payload)",
-                logger: logger)
-            for try await _ in rows {}
-        } catch {
-            logger.warning("announcing a commit failed; listeners will find it by polling", metadata: ["error": "\(error)"])
-        }
+    /// Queues `payloads` for ``notificationChannel``; they are sent shortly, outside any
+    /// transaction. A failure is logged, not thrown: what they announce is committed already,
+    /// and the pollers find it.
+    func announce(_ payloads: [String]) {
+        announcer.announce(payloads)
     }
 
     /// The identity of this database, carried in every cursor.
@@ -65,6 +77,9 @@ public final class ObjectStore: Sendable {
         }
         throw SyncError(.internal, "the database has no epoch; run the migrations")
     }
+
+    /// The identity of this database if this store has read it already.
+    public var knownEpoch: UUID? { cachedEpoch.withLock { $0 } }
 
     func resetCachedEpoch() {
         cachedEpoch.withLock { $0 = nil }
@@ -130,7 +145,7 @@ public final class ObjectStore: Sendable {
                         let result = try await body(transaction)
                         try await transaction.finish()
                         try await connection.query("COMMIT", logger: logger)
-                        await announce(transaction.announcements, on: connection)
+                        committed(transaction)
                         return result
                     } catch {
                         _ = try? await connection.query("ROLLBACK", logger: logger)
@@ -143,6 +158,18 @@ public final class ObjectStore: Sendable {
                 attempt += 1
             }
         }
+    }
+}
+
+extension ObjectStore {
+    /// After a commit: tells this process's observers, and queues the announcement for the others.
+    private func committed(_ transaction: WriteTransaction) {
+        let commit = transaction.commit
+        guard !commit.partitions.isEmpty || commit.recordedEvents > 0 else { return }
+        for observer in observers.withLock({ $0 }) { observer(commit) }
+        var payloads = commit.partitions.map { "\($0.version):\($0.partition)" }
+        if commit.recordedEvents > 0 { payloads.append("events") }
+        announce(payloads)
     }
 }
 

@@ -32,24 +32,61 @@ public struct TriggerLedger: Sendable {
         self.store = store
     }
 
-    /// Makes sure a trigger has a row. A new trigger starts at the current end of the event
-    /// log: it handles events committed from now on, not the history.
-    public func register(_ name: String) async throws {
-        try await store.client.query(
+    /// Makes sure a trigger has a row; whether it was new. A new trigger starts at the current
+    /// end of the event log: it handles events committed from now on, not the history.
+    @discardableResult
+    public func register(_ name: String) async throws -> Bool {
+        let rows = try await store.client.query(
             """
             INSERT INTO psync_triggers (name, position)
             SELECT \(name), last_seq FROM psync_sequencer
             ON CONFLICT (name) DO NOTHING
+            RETURNING 1
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// Whether some instance holds a trigger's lease now.
+    public func anyLeaseHeld() async throws -> Bool {
+        for try await held in try await store.client.query(
+            "SELECT EXISTS (SELECT 1 FROM psync_triggers WHERE lease_expires > now())", logger: logger
+        ).decode(Bool.self) { return held }
+        return false
+    }
+
+    /// Moves triggers nobody has run yet to the current end of the event log.
+    public func restart(_ names: [String]) async throws {
+        try await store.client.query(
+            """
+            UPDATE psync_triggers SET position = GREATEST(position, (SELECT last_seq FROM psync_sequencer)), updated_at = now()
+            WHERE name = ANY(\(names)::text[]) AND lease_holder IS NULL
             """, logger: logger)
     }
 
+    /// The triggers some instance runs (its lease is current) or is about to run (registered
+    /// or released within the last minute): events they match must be recorded.
+    public func activeNames() async throws -> [String] {
+        let rows = try await store.client.query(
+            """
+            SELECT name FROM psync_triggers
+            WHERE lease_expires > now() OR (lease_holder IS NULL AND updated_at > now() - interval '1 minute')
+            """, logger: logger)
+        var names: [String] = []
+        for try await name in rows.decode(String.self) { names.append(name) }
+        return names
+    }
+
     /// Takes or renews the lease; returns the trigger's position while this holder has it.
-    public func acquireLease(_ name: String, holder: String, duration: Duration) async throws -> Int64? {
+    /// `passed`: a position the holder has passed without handling anything there, stored
+    /// with the renewal.
+    public func acquireLease(_ name: String, holder: String, duration: Duration, passed: Int64? = nil) async throws -> Int64? {
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         let rows = try await store.client.query(
             """
             UPDATE psync_triggers
-            SET lease_holder = \(holder), lease_expires = now() + make_interval(secs => \(seconds)), updated_at = now()
+            SET lease_holder = \(holder), lease_expires = now() + make_interval(secs => \(seconds)), updated_at = now(),
+                position = GREATEST(position, coalesce(\(passed)::bigint, position))
             WHERE name = \(name) AND (lease_holder = \(holder) OR lease_holder IS NULL OR lease_expires < now())
             RETURNING position
             """, logger: logger)
@@ -60,7 +97,7 @@ public struct TriggerLedger: Sendable {
     /// Gives the lease up (on shutdown), so another instance takes over at once.
     public func releaseLease(_ name: String, holder: String) async throws {
         try await store.client.query(
-            "UPDATE psync_triggers SET lease_holder = NULL, lease_expires = NULL WHERE name = \(name) AND lease_holder = \(holder)",
+            "UPDATE psync_triggers SET lease_holder = NULL, lease_expires = NULL, updated_at = now() WHERE name = \(name) AND lease_holder = \(holder)",
             logger: logger)
     }
 

@@ -11,8 +11,9 @@ import SyncProtocol
 public final class WriteTransaction {
     /// The connection in its open transaction, for hooks that read with SQL.
     public let connection: PostgresConnection
-    /// Who writes: recorded with the changes.
-    public let author: String
+    /// Who writes: recorded with the changes written from now on. A transaction applying
+    /// several principals' uploads sets it before each.
+    public var author: String
     /// The trigger depth of the changes written from now on: 0 for clients, one more than the
     /// handled event's for a trigger's writes. A trigger handling several events in one
     /// transaction sets it before each.
@@ -23,6 +24,8 @@ public final class WriteTransaction {
 
     /// The version each partition written so far carries in this transaction.
     public private(set) var versions: [Partition: Int64] = [:]
+    /// The Lamport clock of each locked partition, as its lock raised it.
+    private var clocks: [Partition: Int64] = [:]
     /// Every object change written so far, in order.
     public private(set) var changes: [(partition: Partition, version: Int64, change: ObjectChange)] = []
     /// Events to record at commit, in order.
@@ -35,11 +38,18 @@ public final class WriteTransaction {
     public var changeCount: Int { changes.count + staged.count }
     /// Changes applied by ``stage(_:in:validate:)`` and not written yet, with the trigger
     /// depth they were made at.
-    private var staged: [(partition: Partition, version: Int64, change: ObjectChange, depth: Int)] = []
+    private var staged: [Write] = []
     /// Every object this transaction changed, staged or written: where it is and what it is now.
     private var touched: [ObjectKey: (partition: Partition, version: Int64, state: DocumentState)] = [:]
     /// With ``defersWrites``: the database's answer to each search run in this transaction.
-    private var searches: [Search: [ObjectKey: (partition: Partition, object: SyncObject)]] = [:]
+    private var searches: [Search: SearchAnswer] = [:]
+    /// The keys of ``touched`` in the order they were changed (with repeats), so a search's
+    /// answer is brought up to date with only the changes made since it was last given.
+    private var touchLog: [ObjectKey] = []
+    /// Upload outcomes to store at commit, with the rest of the transaction's writes.
+    private var outcomes: [(upload: Upload, requestId: String, outcome: JSONValue)] = []
+    /// How many of ``events`` ``finish()`` recorded (the others no one would read).
+    private var recordedEvents = 0
 
     /// When set, ``apply(_:in:validate:)`` and ``apply(_:)`` compute and stage their changes
     /// (as ``stage(_:in:validate:)``) and every staged change is written at once before the
@@ -49,6 +59,12 @@ public final class WriteTransaction {
     /// with the transaction's own changes laid over it. SQL sent directly on ``connection``
     /// does not see staged changes: call ``writeStaged()`` first.
     public var defersWrites = false
+
+    /// With ``defersWrites``: a new body is checked against the limits and encoded only when
+    /// it is written, not each time an operation changes it (a run of trigger events changes
+    /// an object many times, and only its last state is written). A body over the limits then
+    /// fails the commit instead of the operation.
+    public var defersEncoding = false
 
     init(connection: PostgresConnection, store: ObjectStore, author: String, depth: Int) {
         self.connection = connection
@@ -61,22 +77,45 @@ public final class WriteTransaction {
     /// their versions; returns the version of each.
     @discardableResult
     public func lock(_ partitions: [Partition]) async throws -> [Partition: Int64] {
-        let missing = Set(partitions).subtracting(versions.keys).sorted()
-        if !missing.isEmpty {
-            let names = missing.map(\.description)
-            let rows = try await connection.query(
-                """
-                INSERT INTO psync_partitions AS p (partition, version)
-                SELECT name, 1 FROM unnest(\(names)::text[]) AS t(name) ORDER BY name
-                ON CONFLICT (partition) DO UPDATE SET version = p.version + 1, updated_at = now()
-                RETURNING partition, version
-                """, logger: logger)
-            for try await (name, version) in rows.decode((String, Int64).self) {
-                versions[try Partition(name)] = version
-            }
-            known = known.filter { _, entry in entry.map { !names.contains($0.partition) } ?? false }
-        }
+        try await lockAndLoad(partitions, [])
         return versions.filter { partitions.contains($0.key) }
+    }
+
+    /// Locks the partitions not yet locked (as ``lock(_:)``) and then reads the keys (as
+    /// ``load(_:)``), in one round trip: the read starts after the locks were granted, so it
+    /// sees every commit that preceded ours on those partitions (migration 0006).
+    ///
+    /// With `lockTimeout`, a lock not granted within it fails the transaction (PostgreSQL's
+    /// `lock_not_available`, 55P03), which then must be rolled back.
+    @discardableResult
+    public func lockAndLoad(
+        _ partitions: [Partition], _ keys: [ObjectKey], lockTimeout: Duration? = nil
+    ) async throws -> [ObjectKey: (partition: String, state: DocumentState)] {
+        let missing = Set(partitions).subtracting(versions.keys).sorted()
+        guard !missing.isEmpty else { return try await load(keys) }
+        let names = Set(missing.map(\.description))
+        // What this transaction knows of these partitions, and that a key is not stored,
+        // may be older than the lock: those keys are read again.
+        known = known.filter { _, entry in entry.map { !names.contains($0.partition) } ?? false }
+        let unknown = Array(Set(keys.filter { known[$0] == nil }))
+        let rows = try await connection.query(
+            """
+            SELECT * FROM psync_lock_read(\(missing.map(\.description))::text[], \(unknown.map(\.collection))::text[], \(unknown.map(\.id))::text[],
+                                          \(lockTimeout.map { Int($0 / .milliseconds(1)) })::integer)
+            """, logger: logger)
+        var found: [ObjectKey: (partition: String, state: DocumentState)] = [:]
+        for try await (kind, partition, version, clock, collection, id, body) in rows.decode((Int16, String, Int64, Int64?, String?, String?, JSONB?).self) {
+            if kind == 0 {
+                let locked = try Partition(partition)
+                versions[locked] = version
+                clocks[locked] = clock ?? 0
+            } else if let collection, let id {
+                let state: DocumentState = body?.value.objectValue.map(DocumentState.live) ?? .deleted
+                found[ObjectKey(uncheckedCollection: collection, id: id)] = (partition, state)
+            }
+        }
+        for key in unknown { known[key] = found[key] }
+        return try await load(keys)
     }
 
     /// The stored state and partition of each key; keys never stored are left out. Includes
@@ -124,9 +163,9 @@ public final class WriteTransaction {
         let partitions = operations.keys.sorted()
         guard !partitions.isEmpty else { return [:] }
         for list in operations.values { try store.limits.check(operationCount: list.count) }
-        let versions = try await lock(partitions)
-        // Every touched object in one read; staging below reads them from the transaction.
-        let stored = try await load(OperationApplier.keys(of: operations.values.flatMap { $0 }))
+        // Every touched object in one read, after the locks; staging below reads them from the transaction.
+        let stored = try await lockAndLoad(partitions, OperationApplier.keys(of: operations.values.flatMap { $0 }))
+        let versions = self.versions
         if defersWrites {
             var result: [Partition: [ObjectChange]] = [:]
             for partition in partitions {
@@ -173,44 +212,75 @@ public final class WriteTransaction {
     /// `element` (JSON containment), in every partition. Declare an
     /// ``ObjectIndex/arrayContains(collection:path:)`` for it, or it scans the collection.
     public func find(_ collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
+        try await find(collection, whereArray: path, contains: element, bodies: true)
+    }
+
+    /// Where the objects ``find(_:whereArray:contains:)`` finds are, without reading their
+    /// bodies: for a handler that only writes to them (a later ``apply(_:)`` reads each body
+    /// once, after its partition is locked).
+    public func keys(of collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, key: ObjectKey)] {
+        try await find(collection, whereArray: path, contains: element, bodies: false).map { ($0.partition, $0.object.key) }
+    }
+
+    private func find(_ collection: String, whereArray path: String, contains element: JSONValue, bodies: Bool) async throws -> [(partition: Partition, object: SyncObject)] {
         try ObjectIndex.checkPath(path)
         var query = PostgresQuery(unsafeSQL: """
-            SELECT collection, id, partition, version, body FROM psync_objects
+            SELECT collection, id, partition, version, \(bodies ? "body" : "NULL::jsonb") FROM psync_objects
             WHERE collection = $1 AND body IS NOT NULL AND (body #> \(ObjectIndex.literal(path))) @> $2
             """)
         query.binds.append(collection, context: .default)
         query.binds.append(JSONB(value: .array([element])), context: .default)
-        return try await search(Search(collection: collection, predicate: BodyPredicate(path: path, condition: .arrayContains(element))), query)
+        let predicate = BodyPredicate(path: path, condition: .arrayContains(element))
+        return try await search(Search(collection: collection, predicate: predicate, bodies: bodies), query)
     }
 
     /// A search of a collection's bodies.
     private struct Search: Hashable {
         let collection: String
         let predicate: BodyPredicate
+        /// Whether the answer holds the bodies, or only where the objects are.
+        var bodies = true
+    }
+
+    /// A search's answer in a transaction that defers its writes: the database's answer with
+    /// the transaction's changes up to `applied` (an index of ``touchLog``) laid over it.
+    private struct SearchAnswer {
+        var found: [ObjectKey: (partition: Partition, object: SyncObject)]
+        var applied: Int
+        var sorted: [(partition: Partition, object: SyncObject)]?
     }
 
     /// Runs a search; with ``defersWrites``, once per transaction, with this transaction's own
     /// changes laid over the database's answer (ordered by key).
     private func search(_ search: Search, _ query: PostgresQuery) async throws -> [(partition: Partition, object: SyncObject)] {
         guard defersWrites else { return try await Self.objects(try await connection.query(query, logger: logger)) }
-        var found: [ObjectKey: (partition: Partition, object: SyncObject)]
-        if let answer = searches[search] {
-            found = answer
+        var answer: SearchAnswer
+        if let known = searches[search] {
+            answer = known
         } else {
-            found = [:]
+            var found: [ObjectKey: (partition: Partition, object: SyncObject)] = [:]
             for entry in try await Self.objects(try await connection.query(query, logger: logger)) {
                 found[entry.object.key] = entry
             }
-            searches[search] = found
+            // The database does not see the staged changes: all of them are laid over it.
+            answer = SearchAnswer(found: found, applied: 0)
         }
-        for (key, entry) in touched where key.collection == search.collection {
-            if let body = entry.state.body, search.predicate.matches(body) {
-                found[key] = (entry.partition, SyncObject(key: key, version: entry.version, body: body))
-            } else {
-                found[key] = nil
+        if answer.applied < touchLog.count {
+            for key in Set(touchLog[answer.applied...]) where key.collection == search.collection {
+                let entry = touched[key]!
+                if let body = entry.state.body, search.predicate.matches(body) {
+                    answer.found[key] = (entry.partition, SyncObject(key: key, version: entry.version, body: body))
+                } else {
+                    answer.found[key] = nil
+                }
             }
+            answer.applied = touchLog.count
+            answer.sorted = nil
         }
-        return found.values.sorted { $0.object.key < $1.object.key }
+        let sorted = answer.sorted ?? answer.found.values.sorted { $0.object.key < $1.object.key }
+        answer.sorted = sorted
+        searches[search] = answer
+        return sorted
     }
 
     private static func objects(_ rows: PostgresRowSequence) async throws -> [(partition: Partition, object: SyncObject)] {
@@ -228,7 +298,8 @@ public final class WriteTransaction {
     /// taken inside a savepoint that is rolled back would be released).
     public func withSavepoint<Result>(_ body: () async throws -> Result) async throws -> Result {
         try await writeStaged()
-        let (changesBefore, eventsBefore, lockedBefore, knownBefore, touchedBefore) = (changes.count, events.count, versions, known, touched)
+        let (changesBefore, eventsBefore, outcomesBefore, lockedBefore, clocksBefore, knownBefore, touchedBefore, touchLogBefore) =
+            (changes.count, events.count, outcomes.count, versions, clocks, known, touched, touchLog.count)
         try await connection.query("SAVEPOINT psync_upload", logger: logger)
         do {
             let result = try await body()
@@ -238,9 +309,12 @@ public final class WriteTransaction {
             try await connection.query("ROLLBACK TO SAVEPOINT psync_upload", logger: logger)
             changes.removeLast(changes.count - changesBefore)
             events.removeLast(events.count - eventsBefore)
+            outcomes.removeLast(outcomes.count - outcomesBefore)
             versions = lockedBefore
+            clocks = clocksBefore
             known = knownBefore
             touched = touchedBefore
+            touchLog.removeLast(touchLog.count - touchLogBefore)
             staged = []
             // Answers read inside the savepoint may show its rolled-back writes.
             searches = [:]
@@ -251,9 +325,7 @@ public final class WriteTransaction {
     /// Records an event about a user (registered, deleted) or a user's presence (opened,
     /// closed), delivered to triggers like object changes.
     public func recordUserEvent(_ kind: ChangeEvent.Kind, _ operation: ChangeEvent.Operation, userID: String, details: [String: JSONValue]? = nil) {
-        var event = PendingEvent(kind: kind, operation: operation, userID: userID, after: details)
-        event.depth = depth
-        events.append(event)
+        events.append(PendingEvent(kind: kind, operation: operation, userID: userID, after: details, author: author, depth: depth))
     }
 
     /// Applies operations of one partition against the current stored state and writes the
@@ -266,10 +338,11 @@ public final class WriteTransaction {
         validate: ((_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void)? = nil
     ) async throws -> [ObjectChange] {
         try store.limits.check(operationCount: operations.count)
-        let version = try await lock([partition])[partition]!
+        // Read after the lock: under READ COMMITTED it sees every commit that preceded ours on
+        // this partition.
+        try await lockAndLoad([partition], OperationApplier.keys(of: operations))
+        let version = versions[partition]!
         if defersWrites { return try await stage(operations, in: partition, validate: validate) }
-        // Read after the lock, in a new statement: under READ COMMITTED it sees every commit
-        // that preceded ours on this partition.
         let changes = try await compute(operations, in: partition, validate: validate)
         try await write([(partition, version, changes)])
         return changes
@@ -294,7 +367,8 @@ public final class WriteTransaction {
         for change in changes {
             known[change.key] = (partition.description, change.after)
             touched[change.key] = (partition, version, change.after)
-            staged.append((partition, version, change, depth))
+            touchLog.append(change.key)
+            staged.append(Write(partition: partition, version: version, change: change, depth: depth, author: author))
         }
         return changes
     }
@@ -319,97 +393,137 @@ public final class WriteTransaction {
             }
             current[key] = entry.state
         }
-        let changes = try OperationApplier(partition: partition, limits: store.limits).apply(operations, to: current)
+        let changes = try OperationApplier(partition: partition, limits: store.limits)
+            .apply(operations, to: current, encoding: !(defersWrites && defersEncoding))
         try await validate?(changes, self)
         return changes
     }
 
-    /// Finishes the transaction's work before COMMIT: writes what is staged, then, in one
-    /// statement, stamps the changed partitions with a Lamport clock and records the events.
-    func finish() async throws {
-        try await writeStaged()
-        guard !events.isEmpty else { return }
-        let changed = Set(changes.map(\.partition)).sorted()
-        let none = Array("null".utf8)
-        let rows = try await connection.query(
-            """
-            WITH stamped AS (
-                UPDATE psync_partitions SET clock = (
-                    SELECT coalesce(max(clock), 0) + 1 FROM psync_partitions WHERE partition = ANY(\(changed.map(\.description))::text[]))
-                WHERE partition = ANY(\(changed.map(\.description))::text[])
-                RETURNING clock
-            ), inserted AS (
-                INSERT INTO psync_events (clock, kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, author, depth)
-                SELECT coalesce((SELECT max(clock) FROM stamped), 0), e.kind, e.operation, NULLIF(e.collection, ''), NULLIF(e.object_id, ''),
-                       NULLIF(e.partition, ''), NULLIF(e.version, -1), NULLIF(e.user_id, ''), NULLIF(e.before, 'null'::jsonb),
-                       NULLIF(e.after, 'null'::jsonb), e.changed, e.removed, \(author), e.depth
-                FROM unnest(\(events.map(\.kind.rawValue))::text[], \(events.map(\.operation.rawValue))::text[],
-                            \(events.map { $0.key?.collection ?? "" })::text[], \(events.map { $0.key?.id ?? "" })::text[],
-                            \(events.map { $0.partition?.description ?? "" })::text[], \(events.map { $0.version ?? -1 })::bigint[],
-                            \(events.map { $0.userID ?? "" })::text[],
-                            \(events.map { EncodedJSONB(bytes: $0.before.map { JSONValue.object($0).jsonBytes } ?? none) })::jsonb[],
-                            \(events.map { EncodedJSONB(bytes: $0.after.map { JSONValue.object($0).jsonBytes } ?? none) })::jsonb[],
-                            \(events.map { JSONB(value: .array($0.changed.map(JSONValue.string))) })::jsonb[],
-                            \(events.map { JSONB(value: .array($0.removed.map(JSONValue.string))) })::jsonb[],
-                            \(events.map(\.depth))::integer[])
-                     WITH ORDINALITY AS e(kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, depth, ord)
-                ORDER BY e.ord
-                RETURNING 1
-            )
-            SELECT count(*) FROM inserted
-            """, logger: logger)
-        for try await _ in rows {}
+    /// Queues the outcome of an upload, stored by ``finish()`` with the transaction's writes.
+    func recordOutcome(_ outcome: JSONValue, of upload: Upload, requestId: String) {
+        outcomes.append((upload, requestId, outcome))
     }
 
-    /// What to announce on ``ObjectStore/notificationChannel`` once the transaction has
-    /// committed: the new version of every changed partition (`"<version>:<partition>"`), and
-    /// `events` when there are events.
-    var announcements: [String] {
-        guard !events.isEmpty else { return [] }
-        var payloads = Set(changes.map(\.partition)).sorted().map { "\(versions[$0]!):\($0)" }
-        payloads.append("events")
-        return payloads
+    /// Finishes the transaction's work before COMMIT, in one statement: writes what is
+    /// staged, stores the queued upload outcomes, stamps the changed partitions with a Lamport
+    /// clock, and records the events the store's ``EventInterest`` wants. Throws
+    /// ``OutcomeExists`` when an outcome's request id has one already.
+    func finish() async throws {
+        let pending = staged
+        staged = []
+        let interest = store.eventInterest
+        let counts = try await persist(pending, finishing: { events in
+            interest.recordsAll ? events : events.filter { interest.wants($0.event) }
+        })
+        guard counts.recorded == outcomes.count else { throw OutcomeExists() }
+    }
+
+    /// The transaction's writes as its observers see them after the commit.
+    var commit: Commit {
+        var byPartition: [Partition: [ObjectKey: ObjectChange]] = [:]
+        for (partition, _, change) in changes { byPartition[partition, default: [:]][change.key] = change }
+        return Commit(
+            partitions: byPartition.keys.sorted().map { partition in
+                Commit.PartitionChanges(
+                    partition: partition, version: versions[partition]!,
+                    changes: byPartition[partition]!.values.sorted { $0.key < $1.key })
+            },
+            recordedEvents: recordedEvents)
     }
 
     /// Writes computed changes as they are (no operations applied): live bodies and tombstones,
     /// for all the given partitions in one statement.
     func write(_ batches: [(partition: Partition, version: Int64, changes: [ObjectChange])]) async throws {
-        try await write(batches.flatMap { batch in batch.changes.map { (batch.partition, batch.version, $0, depth) } })
+        try await write(batches.flatMap { batch in
+            batch.changes.map { Write(partition: batch.partition, version: batch.version, change: $0, depth: depth, author: author) }
+        })
     }
 
-    /// Writes changes, each with the trigger depth its event records.
-    private func write(_ every: [(partition: Partition, version: Int64, change: ObjectChange, depth: Int)]) async throws {
+    /// Writes changes now; their events are recorded at commit.
+    private func write(_ every: [Write]) async throws {
         guard !every.isEmpty else { return }
+        _ = try await persist(every, finishing: nil)
+    }
+
+    /// Writes changes in one statement (`psync_write`, migration 0006). With `finishing`, the
+    /// same statement also stores the queued outcomes, stamps the clock of every partition the
+    /// transaction changed, and records the events `finishing` picks from all of them; the
+    /// counts of written objects and stored outcomes are returned.
+    private func persist(
+        _ every: [Write],
+        finishing pick: (([PendingEvent]) -> [PendingEvent])?
+    ) async throws -> (written: Int, recorded: Int) {
         // One row per object: the last change of a key is its state (one statement cannot
         // update a row twice). Every change still gets its event.
         var last: [ObjectKey: Int] = [:]
-        for (index, entry) in every.enumerated() { last[entry.2.key] = index }
-        let all = every.indices.filter { last[every[$0].2.key] == $0 }.map { every[$0] }
-        let rows = try await connection.query(
+        for (index, entry) in every.enumerated() { last[entry.change.key] = index }
+        var every = every
+        for index in last.values where every[index].change.encodedBody == nil {
+            // A body whose encoding was deferred (``defersEncoding``) is checked and encoded now.
+            if let body = every[index].change.after.body {
+                every[index].change.encodedBody = try store.limits.encode(body: body, of: every[index].change.key)
+            }
+        }
+        let rows = every.indices.filter { last[every[$0].change.key] == $0 }.map { every[$0] }
+        for write in every {
+            let (partition, version, change) = (write.partition, write.version, write.change)
+            known[change.key] = (partition.description, change.after)
+            touched[change.key] = (partition, version, change.after)
+            touchLog.append(change.key)
+            changes.append((partition, version, change))
+            events.append(PendingEvent(change: change, partition: partition, version: version, author: write.author, depth: write.depth))
+        }
+        let finishing = pick != nil
+        let recorded = pick?(events) ?? []
+        let queued = finishing ? outcomes : []
+        // The transaction's Lamport clock: the largest of its changed partitions', set on the
+        // others (docs/TRIGGERS.md, "Ordering").
+        let changed = finishing ? Set(changes.map(\.partition)) : []
+        let clock = changed.compactMap { clocks[$0] }.max()
+        let stamp = changed.filter { clock != nil && clocks[$0, default: 0] < clock! }.sorted().map(\.description)
+        guard !rows.isEmpty || !queued.isEmpty || !stamp.isEmpty || !recorded.isEmpty else { return (0, 0) }
+        if finishing { recordedEvents = recorded.count }
+        let none = Array("null".utf8)
+        let result = try await connection.query(
             """
-            INSERT INTO psync_objects AS o (collection, id, partition, version, body)
-            SELECT c, i, p, v, CASE WHEN d THEN NULL ELSE b END
-            FROM unnest(\(all.map(\.2.key.collection))::text[], \(all.map(\.2.key.id))::text[], \(all.map(\.0.description))::text[],
-                        \(all.map(\.1))::bigint[], \(all.map { EncodedJSONB(bytes: $0.2.encodedBody ?? Array("null".utf8)) })::jsonb[],
-                        \(all.map { $0.2.encodedBody == nil })::boolean[]) AS t(c, i, p, v, b, d)
-            ON CONFLICT (collection, id) DO UPDATE
-              SET version = EXCLUDED.version, body = EXCLUDED.body, updated_at = now()
-              WHERE o.partition = EXCLUDED.partition
-            RETURNING 1
+            SELECT * FROM psync_write(
+                \(rows.map(\.change.key.collection))::text[], \(rows.map(\.change.key.id))::text[], \(rows.map(\.partition.description))::text[],
+                \(rows.map(\.version))::bigint[], \(rows.map { EncodedJSONB(bytes: $0.change.encodedBody ?? none) })::jsonb[],
+                \(rows.map { $0.change.after.body == nil })::boolean[],
+                \(queued.map(\.upload.principal))::text[], \(queued.map(\.requestId))::text[],
+                \(queued.map(\.upload.partition.description))::text[], \(queued.map { JSONB(value: $0.outcome) })::jsonb[],
+                \(stamp)::text[], \(clock)::bigint,
+                \(recorded.map(\.kind.rawValue))::text[], \(recorded.map(\.operation.rawValue))::text[],
+                \(recorded.map { $0.key?.collection ?? "" })::text[], \(recorded.map { $0.key?.id ?? "" })::text[],
+                \(recorded.map { $0.partition?.description ?? "" })::text[], \(recorded.map { $0.version ?? -1 })::bigint[],
+                \(recorded.map { $0.userID ?? "" })::text[],
+                \(recorded.map { EncodedJSONB(bytes: $0.before.map { JSONValue.object($0).jsonBytes } ?? none) })::jsonb[],
+                \(recorded.map { EncodedJSONB(bytes: $0.encodedAfter ?? $0.after.map { JSONValue.object($0).jsonBytes } ?? none) })::jsonb[],
+                \(recorded.map { JSONB(value: .array($0.changed.map(JSONValue.string))) })::jsonb[],
+                \(recorded.map { JSONB(value: .array($0.removed.map(JSONValue.string))) })::jsonb[],
+                \(recorded.map(\.depth))::integer[], \(recorded.map(\.author))::text[])
             """, logger: logger)
-        var written = 0
-        for try await _ in rows { written += 1 }
-        guard written == all.count else {
+        var counts = (written: 0, recorded: 0)
+        for try await (written, stored) in result.decode((Int64, Int64).self) {
+            counts = (Int(written), Int(stored))
+        }
+        guard counts.written == rows.count else {
             // Another transaction created one of these keys in another partition meanwhile.
             throw SyncError(.partitionMismatch, "an object of this upload was created in another partition meanwhile")
         }
-        for (partition, version, change, depth) in every {
-            known[change.key] = (partition.description, change.after)
-            touched[change.key] = (partition, version, change.after)
-            changes.append((partition, version, change))
-            var event = PendingEvent(change: change, partition: partition, version: version)
-            event.depth = depth
-            events.append(event)
-        }
+        return counts
     }
 }
+
+/// A change to write, with the trigger depth and author its event records.
+private struct Write {
+    var partition: Partition
+    var version: Int64
+    var change: ObjectChange
+    var depth: Int
+    var author: String
+}
+
+/// Thrown by the commit of an upload whose request id has an outcome stored already (an
+/// earlier upload with the same id committed, or is committing); the transaction is rolled back.
+struct OutcomeExists: Error {}

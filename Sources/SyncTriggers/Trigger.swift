@@ -47,6 +47,8 @@ public struct Trigger: Sendable {
     }
 
     public typealias Handler = @Sendable (ChangeEvent, TriggerContext) async throws -> Void
+    /// A handler of a run of events at once, in order (see ``init(name:kinds:collections:operations:where:retry:handlingRuns:)``).
+    public typealias RunHandler = @Sendable ([ChangeEvent], TriggerContext) async throws -> Void
 
     /// A stable name: the trigger's position and dead letters are stored under it.
     public let name: String
@@ -59,7 +61,15 @@ public struct Trigger: Sendable {
     public let predicate: (@Sendable (ChangeEvent) -> Bool)?
     public let mode: Mode
     public let retry: RetryPolicy
+    /// The handler of one event (for a trigger made with a run handler: the run handler
+    /// called with that event alone).
     public let handler: Handler
+    /// The handler of a run of events, for a trigger made with one.
+    public let runHandler: RunHandler?
+    /// For a run handler: the shortest time between the starts of two runs. Events that
+    /// arrive meanwhile wait and make the next run longer, which a handler that folds events
+    /// turns into fewer writes. Zero: each run starts as soon as there are events.
+    public let gathering: Duration
 
     /// A trigger on object changes.
     public init(
@@ -85,6 +95,33 @@ public struct Trigger: Sendable {
         self.mode = mode
         self.retry = retry
         self.handler = handler
+        self.runHandler = nil
+        self.gathering = .zero
+    }
+
+    /// An ordered trigger whose handler takes the matching events of a run together: all
+    /// those handled in one transaction (up to ``TriggerConfiguration/eventsPerTransaction``),
+    /// in order. A handler that folds many events into fewer writes — RChat's unread counts
+    /// add each room's new messages to each member's count once per run, not once per
+    /// message — does less work per event the further behind the trigger is. When a run
+    /// fails, its events are handled again one at a time (each a run of one), with retries
+    /// and dead letters as usual. Its writes carry the depth of the run's deepest event, plus
+    /// one. With `gathering`, runs start at most that often (see ``gathering``).
+    public init(
+        name: String, kinds: Set<ChangeEvent.Kind> = [.object], collections: Set<String>? = nil,
+        operations: Set<ChangeEvent.Operation>? = nil, where predicate: (@Sendable (ChangeEvent) -> Bool)? = nil,
+        retry: RetryPolicy = .init(), gathering: Duration = .zero, handlingRuns runHandler: @escaping RunHandler
+    ) {
+        self.name = name
+        self.kinds = kinds
+        self.collections = collections
+        self.operations = operations
+        self.predicate = predicate
+        self.mode = .ordered
+        self.retry = retry
+        self.handler = { event, context in try await runHandler([event], context) }
+        self.runHandler = runHandler
+        self.gathering = gathering
     }
 
     /// The part of ``matches(_:)`` the event log applies when reading (all but the predicate).
@@ -135,5 +172,11 @@ public struct TriggerContext {
     /// Live objects of a collection whose array at `path` holds an element containing `element`.
     public func find(_ collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
         try await transaction.find(collection, whereArray: path, contains: element)
+    }
+
+    /// Where the objects ``find(_:whereArray:contains:)`` finds are, without their bodies: for
+    /// a handler that only writes to them.
+    public func keys(of collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, key: ObjectKey)] {
+        try await transaction.keys(of: collection, whereArray: path, contains: element)
     }
 }

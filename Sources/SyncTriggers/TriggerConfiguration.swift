@@ -12,7 +12,8 @@ public struct TriggerConfiguration: Sendable, Hashable {
     public var batchSize: Int = 100
     /// Events an ordered trigger handles in one transaction, in order, with one commit for all
     /// (a failure rolls the transaction back and the events are handled again one by one, each
-    /// with its retries). Default 50; 1 commits every event on its own.
+    /// with its retries). Default 50; 1 commits every event on its own. A trigger with a run
+    /// handler takes every event of a read (``batchSize``) in one transaction.
     public var eventsPerTransaction: Int = 50
     /// An ordered trigger's transaction also ends, before `eventsPerTransaction`, after the
     /// event that brings it to this many object changes: a run whose events each change many
@@ -20,6 +21,9 @@ public struct TriggerConfiguration: Sendable, Hashable {
     public var changesPerTransaction: Int = 2_000
     /// How long to wait for new events before looking again without a notification. Default 1 second.
     public var pollInterval: Duration = .seconds(1)
+    /// How long the sequencer lets commits gather after it is woken, before it numbers them:
+    /// under load one pass numbers the events of many commits. Default 10 ms.
+    public var sequencingDelay: Duration = .milliseconds(10)
 
     public init() {}
 }

@@ -23,6 +23,8 @@ public final class TriggerService: Service, Sendable {
     let metrics: TriggerMetrics
     let sequencerSignal = WakeSignal()
     let runnerSignals: [String: WakeSignal]
+    /// The last position this instance's sequencer numbered.
+    let sequencedHere = Mutex<Int64>(0)
 
     /// - Parameters:
     ///   - instance: this server instance's name, recorded as the lease holder.
@@ -46,12 +48,21 @@ public final class TriggerService: Service, Sendable {
         if payload == "events" {
             sequencerSignal.signal()
         } else if payload.hasPrefix("seq:") {
+            // This instance's own passes woke the runners they concern already; another
+            // instance's pass wakes them all.
+            guard let last = Int64(payload.dropFirst(4)), last > sequencedHere.withLock({ $0 }) else { return }
             for signal in runnerSignals.values { signal.signal() }
         }
     }
 
     public func run() async throws {
+        // Commits of this process that recorded events wake the sequencer at once; other
+        // instances' commits arrive as `events` notifications.
+        store.observeCommits { [sequencerSignal] commit in
+            if commit.recordedEvents > 0 { sequencerSignal.signal() }
+        }
         await withDiscardingTaskGroup { group in
+            group.addTask { await self.watchRegistrations() }
             group.addTask { await self.runSequencer() }
             for trigger in triggers {
                 group.addTask { await self.run(trigger) }
@@ -61,15 +72,65 @@ public final class TriggerService: Service, Sendable {
 
     private var isStopping: Bool { Task.isCancelled || Task.isShuttingDownGracefully }
 
+    // MARK: Which events are recorded
+
+    /// The events this instance's triggers handle.
+    public var interest: EventInterest {
+        let triggers = self.triggers
+        return .matching { event in triggers.contains { $0.matches(event) } }
+    }
+
+    /// Keeps the store recording the events of this instance's triggers, or every event while
+    /// another instance runs (or is about to run) a trigger this one does not know, as during
+    /// a rolling deployment that adds one. Looks every ``TriggerConfiguration/pollInterval``;
+    /// until the first look, and when a look fails, every event is recorded.
+    private func watchRegistrations() async {
+        let local = Set(triggers.map(\.name))
+        let ledger = TriggerLedger(store: store)
+        var recordingAll = true
+        store.recordEvents(.all)
+        while !isStopping {
+            do {
+                let foreign = try await ledger.activeNames().filter { !local.contains($0) }.sorted()
+                if foreign.isEmpty == recordingAll {
+                    recordingAll = !foreign.isEmpty
+                    store.recordEvents(recordingAll ? .all : interest)
+                    if recordingAll {
+                        logger.notice("another instance runs triggers this one does not: recording every event", metadata: ["triggers": "\(foreign)"])
+                    }
+                }
+            } catch {
+                if isStopping { return }
+                if !recordingAll {
+                    recordingAll = true
+                    store.recordEvents(.all)
+                }
+                logger.warning("reading the registered triggers failed", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
+            }
+            await sleepUnlessStopping(configuration.pollInterval)
+        }
+    }
+
+    private func sleepUnlessStopping(_ duration: Duration) async {
+        try? await cancelWhenGracefulShutdown { try await Task.sleep(for: duration) }
+    }
+
     // MARK: The sequencer
 
     private func runSequencer() async {
         let log = EventLog(store: store)
         while !isStopping {
+            if configuration.sequencingDelay > .zero { await sleepUnlessStopping(configuration.sequencingDelay) }
             do {
-                var numbered = false
-                while let _ = try await log.sequence() { numbered = true }
-                if numbered { for signal in runnerSignals.values { signal.signal() } }
+                // Only the runners of triggers the numbered events may concern are woken.
+                var shapes: Set<EventLog.Shape> = []
+                while let pass = try await log.sequencePass() {
+                    shapes.formUnion(pass.shapes)
+                    sequencedHere.withLock { $0 = max($0, pass.last) }
+                }
+                for trigger in triggers where shapes.contains(where: trigger.filter.passes) {
+                    runnerSignals[trigger.name]?.signal()
+                }
             } catch {
                 if isStopping { return }
                 logger.warning("sequencing events failed", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
@@ -93,11 +154,16 @@ public final class TriggerService: Service, Sendable {
                 try? await Task.sleep(for: configuration.leaseRenewal)
             }
         }
+        var lastRun = ContinuousClock.now - .seconds(3600)
         while !isStopping {
             do {
                 guard try await runner.holdLease() else {
                     await signal.wait(timeout: configuration.leaseRenewal)
                     continue
+                }
+                // A trigger that gathers its events waits until its next run is due.
+                if trigger.gathering > .zero, ContinuousClock.now < lastRun + trigger.gathering {
+                    await sleepUnlessStopping(lastRun + trigger.gathering - ContinuousClock.now)
                 }
                 // Only the events the trigger may handle are read and decoded; the rest of
                 // the scanned range is passed over.
@@ -106,14 +172,15 @@ public final class TriggerService: Service, Sendable {
                 metrics.lag(trigger.name, events: Int(through - runner.position))
                 if events.isEmpty {
                     if through > runner.position {
-                        try await runner.advance(to: through)
+                        runner.pass(to: through)
                         continue
                     }
                     await signal.wait(timeout: configuration.pollInterval)
                     continue
                 }
+                lastRun = .now
                 try await runner.handle(events)
-                if runner.position < through { try await runner.advance(to: through) }
+                if runner.position < through { runner.pass(to: through) }
             } catch let error as TriggerError where error.code == .leaseLost {
                 logger.notice("trigger lease lost", metadata: ["trigger": "\(trigger.name)"])
                 runner.dropLease()
@@ -140,10 +207,12 @@ public final class TriggerService: Service, Sendable {
         var name: String { trigger.name }
         var configuration: TriggerConfiguration { service.configuration }
 
-        /// Takes or renews the lease when due; whether this instance holds it.
+        /// Takes or renews the lease when due; whether this instance holds it. The renewal also
+        /// stores how far the trigger has passed over events it does not handle.
         mutating func holdLease() async throws -> Bool {
             if holding, ContinuousClock.now - renewed < configuration.leaseRenewal { return true }
-            let position = try await ledger.acquireLease(name, holder: service.instance, duration: configuration.leaseDuration)
+            let position = try await ledger.acquireLease(
+                name, holder: service.instance, duration: configuration.leaseDuration, passed: holding ? self.position : nil)
             if let position {
                 if !holding { service.logger.info("trigger lease taken", metadata: ["trigger": "\(name)", "position": "\(position)"]) }
                 self.position = max(self.position, position)
@@ -172,7 +241,9 @@ public final class TriggerService: Service, Sendable {
                     // one too deep (which is dead-lettered on its own).
                     var run: [ChangeEvent] = []
                     var handled = 0
-                    while index < events.count, handled < max(1, configuration.eventsPerTransaction) {
+                    // A run handler folds its events: it takes all that were read at once.
+                    let perTransaction = trigger.runHandler == nil ? configuration.eventsPerTransaction : configuration.batchSize
+                    while index < events.count, handled < max(1, perTransaction) {
                         let event = events[index]
                         if trigger.matches(event) {
                             if event.depth >= configuration.maximumDepth, handled > 0 { break }
@@ -183,7 +254,7 @@ public final class TriggerService: Service, Sendable {
                         if event.depth >= configuration.maximumDepth, trigger.matches(event) { break }
                     }
                     if handled == 0 {
-                        try await advance(to: run.last!.position)
+                        pass(to: run.last!.position)
                         continue
                     }
                     let together = run.count > 1 && !run.contains { trigger.matches($0) && $0.depth >= configuration.maximumDepth }
@@ -205,7 +276,7 @@ public final class TriggerService: Service, Sendable {
                         try await handleOne(event, concurrent: false)
                         position = event.position
                     }
-                    if position < run.last!.position { try await advance(to: run.last!.position) }
+                    pass(to: run.last!.position)
                 }
             case .concurrent(let maximum):
                 let matching = events.filter(trigger.matches)
@@ -227,7 +298,15 @@ public final class TriggerService: Service, Sendable {
             }
         }
 
-        /// Moves the position past events the trigger does not handle.
+        /// Moves the position past events the trigger does not handle, in memory: the next
+        /// lease renewal or handled event stores it. (Storing it at once would cost a commit
+        /// for every event anyone makes; after a restart the few events passed over since are
+        /// read and passed over again.)
+        mutating func pass(to target: Int64) {
+            position = max(position, target)
+        }
+
+        /// Moves the position past events, stored at once.
         mutating func advance(to target: Int64) async throws {
             let ledger = self.ledger
             let name = self.name
@@ -250,16 +329,26 @@ public final class TriggerService: Service, Sendable {
                 // The run's writes are staged and written together at commit: an object that
                 // many events change is written once.
                 transaction.defersWrites = true
+                transaction.defersEncoding = true
                 var taken = run.count
-                for (offset, event) in run.enumerated() where trigger.matches(event) {
-                    transaction.depth = event.depth + 1
+                if let runHandler = trigger.runHandler {
+                    let matching = run.filter(trigger.matches)
+                    transaction.depth = (matching.map(\.depth).max() ?? 0) + 1
                     var logger = service.logger
                     logger[metadataKey: "trigger"] = "\(trigger.name)"
-                    logger[metadataKey: "event"] = "\(event.position)"
-                    try await trigger.handler(event, TriggerContext(transaction: transaction, logger: logger, trigger: trigger.name))
-                    if transaction.changeCount >= changeBudget {
-                        taken = offset + 1
-                        break
+                    logger[metadataKey: "events"] = "\(matching.first!.position)-\(matching.last!.position)"
+                    try await runHandler(matching, TriggerContext(transaction: transaction, logger: logger, trigger: trigger.name))
+                } else {
+                    for (offset, event) in run.enumerated() where trigger.matches(event) {
+                        transaction.depth = event.depth + 1
+                        var logger = service.logger
+                        logger[metadataKey: "trigger"] = "\(trigger.name)"
+                        logger[metadataKey: "event"] = "\(event.position)"
+                        try await trigger.handler(event, TriggerContext(transaction: transaction, logger: logger, trigger: trigger.name))
+                        if transaction.changeCount >= changeBudget {
+                            taken = offset + 1
+                            break
+                        }
                     }
                 }
                 guard try await ledger.advance(trigger.name, holder: holder, to: run[taken - 1].position, on: transaction.connection) else {
@@ -292,6 +381,7 @@ public final class TriggerService: Service, Sendable {
                 do {
                     try await service.store.withWriteTransaction(author: "trigger:\(trigger.name)", depth: event.depth + 1) { transaction in
                         transaction.defersWrites = true
+                        transaction.defersEncoding = true
                         if concurrent {
                             guard try await ledger.markDone(trigger.name, position: event.position, on: transaction.connection) else { return }
                         }

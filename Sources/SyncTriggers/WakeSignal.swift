@@ -6,20 +6,24 @@ final class WakeSignal: Sendable {
     private struct State {
         var pending = false
         var waiter: (id: Int, continuation: CheckedContinuation<Void, Never>)?
+        /// The timeout of the current wait, cancelled when a signal ends the wait first.
+        var timer: Task<Void, Never>?
         var nextID = 0
     }
 
     private let state = Mutex(State())
 
     func signal() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let (waiter, timer) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Task<Void, Never>?) in
             guard let waiter = state.waiter else {
                 state.pending = true
-                return nil
+                return (nil, nil)
             }
             state.waiter = nil
-            return waiter.continuation
+            defer { state.timer = nil }
+            return (waiter.continuation, state.timer)
         }
+        timer?.cancel()
         waiter?.resume()
     }
 
@@ -44,9 +48,14 @@ final class WakeSignal: Sendable {
                     continuation.resume()
                     return
                 }
-                Task { [weak self] in
-                    try? await Task.sleep(for: timeout)
+                let timer = Task { [weak self] in
+                    guard (try? await Task.sleep(for: timeout)) != nil else { return }
                     self?.expire(id)
+                }
+                state.withLock { state in
+                    // Still waiting (a signal may have come in between): keep the timer to
+                    // cancel; otherwise it is not needed.
+                    if state.waiter?.id == id { state.timer = timer } else { timer.cancel() }
                 }
             }
         } onCancel: {
@@ -58,6 +67,7 @@ final class WakeSignal: Sendable {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard let waiter = state.waiter, waiter.id == id else { return nil }
             state.waiter = nil
+            state.timer = nil
             return waiter.continuation
         }
         waiter?.resume()

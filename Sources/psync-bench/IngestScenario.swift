@@ -1,5 +1,7 @@
 import Foundation
+import Synchronization
 import PostgresNIO
+import RChatModel
 import SyncProtocol
 import SyncTesting
 
@@ -31,6 +33,27 @@ struct IngestScenario {
         }
         try await environment.waitForTriggers()
 
+        // In each room, the last member's device watches its User record: when it shows an
+        // unread count of n, the room's n-th message (in commit order) has been counted.
+        let counts = UnreadCountWatch(rooms: conversations)
+        var watchers: [BenchConnection] = []
+        for k in 0..<conversations {
+            let member = users[k * members + members - 1]
+            let room = JSONValue.string("ingest-\(k)")
+            let upToDate = Once<Void>()
+            let watcher = try await BenchConnection.connect(environment.server.webSocketURL, token: member.token, logger: environment.logger) { message in
+                guard case .changes(let batch) = message else { return }
+                if batch.upToDate { upToDate.set(()) }
+                for object in batch.objects where object.key.collection == "User" {
+                    let conversation = object.body?["conversations"]?.arrayValue?.first { $0["id"] == room }
+                    if let count = conversation?["unreadCount"]?.intValue { counts.observed(room: k, count: Int(count)) }
+                }
+            }
+            watcher.send(.subscribe(partition: RChatPartitions.user(member.id), cursor: nil))
+            await upToDate.value
+            watchers.append(watcher)
+        }
+
         // Client c writes as member (c / K) of conversation (c % K).
         let acks = LatencyRecorder()
         let deadline = ContinuousClock.now + .seconds(seconds)
@@ -54,7 +77,9 @@ struct IngestScenario {
                         connection.send(.upload(requestId: requestId, partition: partition, operations: [.put(key, body: body)]))
                         answering: while let answer = await answers.next() {
                             switch answer {
-                            case .ack(let id, _, _, _) where id == requestId: break answering
+                            case .ack(let id, _, _, let version) where id == requestId:
+                                counts.acked(room: conversation, version: version ?? 0)
+                                break answering
                             case .rejected(let id, _, let error, _) where id == requestId: throw BenchError("ingest upload refused: \(error)")
                             case .error(let error, _): throw BenchError("ingest: \(error)")
                             default: continue
@@ -75,7 +100,9 @@ struct IngestScenario {
         let catchUp = ContinuousClock.now
         try await environment.waitForTriggers()
         let catchUpSeconds = catchUp.duration(to: .now).seconds
-        let lag = try await triggerLag(environment, users: (0..<conversations).map { users[$0 * members] })
+        _ = await waitFor([counts.complete], timeout: .seconds(30))
+        for watcher in watchers { await watcher.close() }
+        let lag = counts.lags()
 
         progress("ingest: the floor, single-row INSERT transactions from \(clients) tasks")
         let floor = try await Floor(client: environment.client, logger: environment.logger).inserts(concurrency: clients, seconds: seconds) { n in
@@ -89,6 +116,7 @@ struct IngestScenario {
             "messagesPerSecond": .double(rounded(rate)),
             "ackLatencyMs": acks.summary,
             "triggerLagMs": lag.summary,
+            "triggerLagWhat": "ack of a message → a member's device receives the unread count that includes it",
             "triggerCatchUpSeconds": .double(rounded(catchUpSeconds)),
             "floor": ["what": "single-row INSERT transactions/s, same concurrency", "rowsPerSecond": .double(rounded(floor))],
             "ratio": ratio(rate, floor),
@@ -96,25 +124,46 @@ struct IngestScenario {
         ]
     }
 
-    /// Per message: from the commit of the message to the commit of the trigger transaction
-    /// that raised the first member's unread count to include it (the n-th message of a room
-    /// raises the count to n), read from the event log.
-    private func triggerLag(_ environment: BenchEnvironment, users: [BenchUser]) async throws -> LatencyRecorder {
+}
+
+/// When each room's messages were acked, and when a member's device first showed the unread
+/// count that includes each: the trigger's lag as a user sees it (ack → count delivered).
+final class UnreadCountWatch: Sendable {
+    private struct Room {
+        /// Acks: (partition version, when); the n-th by version is the n-th message.
+        var acks: [(version: Int64, at: ContinuousClock.Instant)] = []
+        /// When the count first reached n, for n = 1, 2, …
+        var shown: [ContinuousClock.Instant] = []
+    }
+
+    private let rooms: Mutex<[Room]>
+    let complete = Once<Void>()
+
+    init(rooms: Int) {
+        self.rooms = Mutex(Array(repeating: Room(), count: rooms))
+    }
+
+    func acked(room: Int, version: Int64) {
+        rooms.withLock { $0[room].acks.append((version, .now)) }
+    }
+
+    func observed(room: Int, count: Int) {
+        let done = rooms.withLock { rooms -> Bool in
+            let now = ContinuousClock.now
+            while rooms[room].shown.count < count { rooms[room].shown.append(now) }
+            return rooms.allSatisfy { $0.shown.count >= $0.acks.count && !$0.acks.isEmpty }
+        }
+        if done { complete.set(()) }
+    }
+
+    /// Per message counted: from its ack to the delivery of the count that includes it.
+    func lags() -> LatencyRecorder {
         let recorder = LatencyRecorder()
-        for (k, user) in users.enumerated() {
-            let partition = "conversation=ingest-\(k)"
-            let rows = try await environment.client.query(
-                """
-                WITH messages AS (
-                    SELECT row_number() OVER (ORDER BY seq) AS n, created_at FROM psync_events
-                    WHERE partition = \(partition) AND collection = 'ChatMessage' AND operation = 'insert'),
-                counts AS (
-                    SELECT (after->'conversations'->0->>'unreadCount')::bigint AS n, min(created_at) AS created_at
-                    FROM psync_events WHERE author = 'trigger:rchat.unread-counts' AND object_id = \(user.id) GROUP BY 1)
-                SELECT (extract(epoch FROM c.created_at - m.created_at) * 1000000)::bigint FROM messages m JOIN counts c USING (n)
-                """, logger: environment.logger)
-            for try await microseconds in rows.decode(Int64.self) {
-                recorder.record(nanoseconds: UInt64(max(0, microseconds)) * 1_000)
+        rooms.withLock { rooms in
+            for room in rooms {
+                for (acked, shown) in zip(room.acks.sorted { $0.version < $1.version }, room.shown) {
+                    recorder.record(acked.at < shown ? acked.at.duration(to: shown) : .zero)
+                }
             }
         }
         return recorder

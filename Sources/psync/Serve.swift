@@ -42,6 +42,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("presence-lease"), help: "Seconds after which the users of an instance that died count as gone (env PSYNC_PRESENCE_LEASE).")
     var presenceLease: Int = ProcessInfo.processInfo.environment["PSYNC_PRESENCE_LEASE"].flatMap(Int.init) ?? 15
 
+    @Option(name: .customLong("upload-transactions"), help: "Upload transactions run at once; uploads arriving meanwhile share the next commit (env PSYNC_UPLOAD_TRANSACTIONS).")
+    var uploadTransactions: Int = ProcessInfo.processInfo.environment["PSYNC_UPLOAD_TRANSACTIONS"].flatMap(Int.init) ?? 2
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (env LOG_LEVEL).")
     var logLevel: String = ProcessInfo.processInfo.environment["LOG_LEVEL"] ?? "info"
 
@@ -59,6 +62,7 @@ struct Serve: AsyncParsableCommand {
         configuration.triggers.leaseDuration = .seconds(triggerLease)
         configuration.triggers.leaseRenewal = .milliseconds(max(100, triggerLease * 1000 / 5))
         configuration.presenceLease = .seconds(presenceLease)
+        configuration.uploadTransactions = uploadTransactions
         let server = SyncServer(configuration: configuration, database: url, application: Application.current, logger: logger)
         let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {

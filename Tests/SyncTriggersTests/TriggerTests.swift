@@ -69,7 +69,10 @@ struct TriggerTests {
             }
             var configuration = TestTriggers.fastConfiguration
             configuration.changesPerTransaction = 2
-            let service = TriggerHarness.service(store, [counting()], configuration: configuration)
+            // Events are recorded only when a trigger matches them: this one makes the Tally
+            // changes recorded, so the transactions that wrote them can be counted.
+            let watcher = Trigger(name: "watch-tally", collections: ["Tally"]) { _, _ in }
+            let service = TriggerHarness.service(store, [counting(), watcher], configuration: configuration)
             try await TriggerHarness.running([service]) {
                 let counted = try await TriggerHarness.eventually { try await tallyBody(store)?["messages"] == 7 }
                 #expect(counted)

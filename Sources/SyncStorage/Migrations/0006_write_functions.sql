@@ -1,0 +1,99 @@
+-- The first step of every write transaction in one round trip (WriteTransaction.lockAndLoad):
+-- lock the partitions to write and bump their versions and Lamport clocks, then read the
+-- objects the operations touch.
+--
+-- The read must see every commit that preceded ours on these partitions. Under READ COMMITTED
+-- a statement keeps the snapshot it started with while it waits for a row lock, so the lock and
+-- the read cannot be one SQL statement; but each statement of a VOLATILE PL/pgSQL function takes
+-- a fresh snapshot, so the read below, which starts after the lock was granted, sees them.
+--
+-- Rows come back as (0, partition, version, clock, NULL, NULL) for each locked partition and
+-- (1, partition, version, NULL, collection, id, body) for each stored object.
+--
+-- Both functions of this file plan their statements once per connection (a custom plan per
+-- call would cost more than the statements) and never scan a table whole: psync_partitions is
+-- small but its rows are updated by every write, so a sequential scan reads all their dead
+-- versions.
+CREATE FUNCTION psync_lock_read(parts text[], collections text[], ids text[], lock_wait_ms integer)
+RETURNS TABLE (r_kind smallint, r_partition text, r_version bigint, r_clock bigint, r_collection text, r_id text, r_body jsonb)
+LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+AS $$
+DECLARE
+    patience text := current_setting('lock_timeout');
+BEGIN
+    -- With lock_wait_ms, a lock not granted within it fails the transaction (55P03).
+    IF lock_wait_ms IS NOT NULL THEN
+        PERFORM set_config('lock_timeout', lock_wait_ms || 'ms', true);
+    END IF;
+    RETURN QUERY
+        INSERT INTO psync_partitions AS p (partition, version, clock)
+        SELECT name, 1, 1 FROM unnest(parts) AS t(name) ORDER BY name
+        ON CONFLICT (partition) DO UPDATE SET version = p.version + 1, clock = p.clock + 1, updated_at = now()
+        RETURNING 0::smallint, p.partition::text, p.version, p.clock, NULL::text, NULL::text, NULL::jsonb;
+    IF lock_wait_ms IS NOT NULL THEN
+        PERFORM set_config('lock_timeout', patience, true);
+    END IF;
+    RETURN QUERY
+        SELECT 1::smallint, o.partition::text, o.version, NULL::bigint, o.collection::text, o.id::text, o.body
+        FROM psync_objects o
+        JOIN unnest(collections, ids) AS k(collection, id) ON o.collection = k.collection AND o.id = k.id;
+END
+$$;
+
+-- The last step of every write transaction before COMMIT, in one round trip
+-- (WriteTransaction.finish): write the changed objects, store the upload outcomes, give the
+-- changed partitions the transaction's Lamport clock, and record the change events.
+-- Returns how many objects were written (fewer than given when a key was created meanwhile in
+-- another partition) and how many outcomes were stored (fewer when a request id has one
+-- already). A function, so its statements are planned once per connection.
+CREATE FUNCTION psync_write(
+    o_collections text[], o_ids text[], o_partitions text[], o_versions bigint[], o_bodies jsonb[], o_deleted boolean[],
+    q_principals text[], q_request_ids text[], q_partitions text[], q_outcomes jsonb[],
+    stamp text[], stamp_clock bigint,
+    e_kinds text[], e_operations text[], e_collections text[], e_object_ids text[], e_partitions text[], e_versions bigint[],
+    e_user_ids text[], e_before jsonb[], e_after jsonb[], e_changed jsonb[], e_removed jsonb[], e_depths integer[], e_authors text[])
+RETURNS TABLE (r_written bigint, r_recorded bigint)
+LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+AS $$
+DECLARE
+    written bigint := 0;
+    recorded bigint := 0;
+BEGIN
+    IF cardinality(o_ids) > 0 THEN
+        INSERT INTO psync_objects AS o (collection, id, partition, version, body)
+        SELECT c, i, p, v, CASE WHEN d THEN NULL ELSE b END
+        FROM unnest(o_collections, o_ids, o_partitions, o_versions, o_bodies, o_deleted) AS t(c, i, p, v, b, d)
+        ON CONFLICT (collection, id) DO UPDATE
+          SET version = EXCLUDED.version, body = EXCLUDED.body, updated_at = now()
+          WHERE o.partition = EXCLUDED.partition;
+        GET DIAGNOSTICS written = ROW_COUNT;
+    END IF;
+    IF cardinality(q_request_ids) > 0 THEN
+        INSERT INTO psync_requests (principal, request_id, partition, outcome)
+        SELECT * FROM unnest(q_principals, q_request_ids, q_partitions, q_outcomes)
+        ON CONFLICT (principal, request_id) DO NOTHING;
+        GET DIAGNOSTICS recorded = ROW_COUNT;
+    END IF;
+    -- The Lamport clock: locking a partition raised its clock by one; a transaction that changed
+    -- several takes the largest of them and sets it on all, while it holds their locks
+    -- (docs/TRIGGERS.md, "Ordering"). `stamp` lists the partitions still below it.
+    IF cardinality(stamp) > 0 THEN
+        UPDATE psync_partitions AS p SET clock = stamp_clock FROM unnest(stamp) AS s(name) WHERE p.partition = s.name;
+    END IF;
+    IF cardinality(e_kinds) > 0 THEN
+        INSERT INTO psync_events (clock, kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, author, depth)
+        SELECT coalesce(stamp_clock, 0), e.kind, e.operation, NULLIF(e.collection, ''), NULLIF(e.object_id, ''), NULLIF(e.partition, ''),
+               NULLIF(e.version, -1), NULLIF(e.user_id, ''), NULLIF(e.before, 'null'::jsonb), NULLIF(e.after, 'null'::jsonb),
+               e.changed, e.removed, e.author, e.depth
+        FROM unnest(e_kinds, e_operations, e_collections, e_object_ids, e_partitions, e_versions, e_user_ids,
+                    e_before, e_after, e_changed, e_removed, e_depths, e_authors)
+             WITH ORDINALITY AS e(kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, depth, author, ord)
+        ORDER BY e.ord;
+    END IF;
+    RETURN QUERY SELECT written, recorded;
+END
+$$;
