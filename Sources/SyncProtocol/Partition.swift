@@ -5,6 +5,9 @@
 public struct Partition: Sendable, Hashable, Comparable, CustomStringConvertible {
     public let key: String
     public let value: String
+    /// `key=value`, made once: partitions are hashed, compared and sent to the database far
+    /// more often than they are made.
+    public let description: String
 
     /// Parses `key=value`, throwing `invalid_partition` for anything else.
     public init(_ string: String) throws(SyncError) {
@@ -23,17 +26,30 @@ public struct Partition: Sendable, Hashable, Comparable, CustomStringConvertible
         guard !scalars.isEmpty, scalars.count <= 256 else {
             throw SyncError(.invalidPartition, "a partition value has 1 to 256 characters")
         }
-        guard !scalars.contains(where: { $0 == "=" || $0.properties.generalCategory == .control }) else {
+        guard !scalars.contains(where: { $0 == "=" || Self.isControl($0) }) else {
             throw SyncError(.invalidPartition, "a partition value holds no '=' and no control characters")
         }
         self.key = key
         self.value = value
+        self.description = key + "=" + value
     }
 
-    public var description: String { "\(key)=\(value)" }
+    public static func == (lhs: Partition, rhs: Partition) -> Bool {
+        lhs.description == rhs.description
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(description)
+    }
 
     public static func < (lhs: Partition, rhs: Partition) -> Bool {
         lhs.description.utf8.lexicographicallyPrecedes(rhs.description.utf8)
+    }
+
+    /// Unicode's control characters (general category Cc), without a property lookup for ASCII.
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII { return scalar.value < 0x20 || scalar.value == 0x7F }
+        return scalar.properties.generalCategory == .control
     }
 
     static func isValidKey(_ key: String) -> Bool {

@@ -34,6 +34,7 @@ public final class SyncServer: Service, Sendable {
     private let bound = Mutex<(port: Int?, waiters: [CheckedContinuation<Int, any Error>])>((nil, []))
     private let nextSessionID = Mutex(0)
     private let runningHub = Mutex<SubscriptionHub?>(nil)
+    private let runningInstances = Mutex<InstanceService?>(nil)
     private let sessions = SessionRegistry()
 
     /// Feeds and live members of the hub (for tests and diagnostics).
@@ -80,6 +81,8 @@ public final class SyncServer: Service, Sendable {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { await client.run() }
                     try await self.prepareDatabase(client: client)
+                    // Registered before serving, so the other instances start announcing.
+                    try await self.runningInstances.withLock { $0 }?.register()
                     try await inner.run()
                     group.cancelAll()
                 }
@@ -130,6 +133,10 @@ public final class SyncServer: Service, Sendable {
         }
         let presence = PresenceService(
             ledger: PresenceLedger(store: store, instance: instance, lease: configuration.presenceLease), logger: logger)
+        let instances = InstanceService(
+            registry: InstanceRegistry(store: store, instance: instance, lease: configuration.changePollInterval * 5),
+            interval: configuration.changePollInterval, logger: logger)
+        runningInstances.withLock { $0 = instances }
         let maintenance = MaintenanceService(
             store: store, retention: configuration.retention, failureWindow: configuration.auth.failureWindow, logger: logger)
         let services = SessionServices(
@@ -183,7 +190,7 @@ public final class SyncServer: Service, Sendable {
                 configuration: .init(ws: .init(maxFrameSize: 1 << 20, validateUTF8: true))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: configuration.name),
             // Shut down in reverse order: the server first.
-            services: [hub, listener, triggers, presence, maintenance],
+            services: [hub, listener, triggers, presence, maintenance, instances],
             onServerRunning: { channel in self.listening(on: channel) },
             logger: logger
         )

@@ -43,42 +43,17 @@ public struct EventLog: Sendable {
         public var operation: ChangeEvent.Operation
     }
 
-    /// One pass of ``sequence(limit:)``, telling what it numbered; `nil` when nothing.
+    /// One pass of ``sequence(limit:)``, telling what it numbered; `nil` when nothing. One
+    /// statement, its own transaction (`psync_sequence`, migration 0006).
     public func sequencePass(limit: Int = 10_000) async throws -> Pass? {
-        let pass = try await store.client.withConnection { connection in
-            try await sequence(limit: limit, on: connection)
+        let rows = try await store.client.query("SELECT * FROM psync_sequence(\(Int32(clamping: limit)))", logger: logger)
+        var pass: Pass?
+        for try await (last, kind, collection, operation) in rows.decode((Int64, String, String?, String).self) {
+            let shape = Shape(kind: ChangeEvent.Kind(rawValue: kind) ?? .object, collection: collection, operation: .init(rawValue: operation))
+            pass = Pass(last: last, shapes: (pass?.shapes ?? []).union([shape]))
         }
         if let pass { store.announce(["seq:\(pass.last)"]) }
         return pass
-    }
-
-    private func sequence(limit: Int, on connection: PostgresConnection) async throws -> Pass? {
-        try await connection.withTransaction(logger: logger) { connection in
-            var last: Int64 = 0
-            for try await value in try await connection.query(
-                "SELECT last_seq FROM psync_sequencer FOR UPDATE", logger: logger
-            ).decode(Int64.self) { last = value }
-            // A new statement: its snapshot includes everything committed while we waited.
-            let rows = try await connection.query(
-                """
-                WITH next AS (
-                    SELECT id, row_number() OVER (ORDER BY clock, xid, id) AS n
-                    FROM (SELECT id, clock, xid FROM psync_events WHERE seq IS NULL ORDER BY clock, xid, id LIMIT \(limit)) AS pending
-                )
-                UPDATE psync_events e SET seq = \(last) + next.n FROM next WHERE e.id = next.id
-                RETURNING e.kind, e.collection, e.operation
-                """, logger: logger)
-            var count: Int64 = 0
-            var shapes: Set<Shape> = []
-            for try await (kind, collection, operation) in rows.decode((String, String?, String).self) {
-                count += 1
-                shapes.insert(Shape(kind: ChangeEvent.Kind(rawValue: kind) ?? .object, collection: collection, operation: .init(rawValue: operation)))
-            }
-            guard count > 0 else { return nil }
-            try await connection.query(
-                "UPDATE psync_sequencer SET last_seq = \(last + count)", logger: logger)
-            return Pass(last: last + count, shapes: shapes)
-        }
     }
 
     /// The last numbered position.

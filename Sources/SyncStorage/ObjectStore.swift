@@ -22,6 +22,7 @@ public final class ObjectStore: Sendable {
     private let cachedEpoch = Mutex<UUID?>(nil)
     let announcer: Announcer
     private let interest = Mutex(EventInterest.all)
+    private let announcing = Mutex(true)
     private let observers = Mutex<[@Sendable (Commit) -> Void]>([])
 
     public init(client: PostgresClient, configuration: StorageConfiguration = .init(), logger: Logger) {
@@ -64,7 +65,15 @@ public final class ObjectStore: Sendable {
     /// transaction. A failure is logged, not thrown: what they announce is committed already,
     /// and the pollers find it.
     func announce(_ payloads: [String]) {
+        guard announcing.withLock({ $0 }) else { return }
         announcer.announce(payloads)
+    }
+
+    /// Whether commits are announced with NOTIFY (the default). An instance that knows it is
+    /// alone on the database turns it off (``InstanceRegistry``): its own subscribers and
+    /// triggers hear of its commits in process.
+    public func announceCommits(_ enabled: Bool) {
+        announcing.withLock { $0 = enabled }
     }
 
     /// The identity of this database, carried in every cursor.

@@ -98,15 +98,16 @@ public final class WriteTransaction {
         // may be older than the lock: those keys are read again.
         known = known.filter { _, entry in entry.map { !names.contains($0.partition) } ?? false }
         let unknown = Array(Set(keys.filter { known[$0] == nil }))
-        let rows = try await connection.query(
-            """
-            SELECT * FROM psync_lock_read(\(missing.map(\.description))::text[], \(unknown.map(\.collection))::text[], \(unknown.map(\.id))::text[],
-                                          \(lockTimeout.map { Int($0 / .milliseconds(1)) })::integer)
-            """, logger: logger)
+        let requested = Dictionary(missing.map { ($0.description, $0) }, uniquingKeysWith: { first, _ in first })
+        let rows = try await connection.execute(
+            WriteStatements.LockAndRead(
+                partitions: missing.map(\.description), collections: unknown.map(\.collection), ids: unknown.map(\.id),
+                lockTimeoutMilliseconds: lockTimeout.map { Int32($0 / .milliseconds(1)) }),
+            logger: logger)
         var found: [ObjectKey: (partition: String, state: DocumentState)] = [:]
-        for try await (kind, partition, version, clock, collection, id, body) in rows.decode((Int16, String, Int64, Int64?, String?, String?, JSONB?).self) {
+        for try await (kind, partition, version, clock, collection, id, body) in rows {
             if kind == 0 {
-                let locked = try Partition(partition)
+                let locked = try requested[partition] ?? Partition(partition)
                 versions[locked] = version
                 clocks[locked] = clock ?? 0
             } else if let collection, let id {
@@ -484,27 +485,40 @@ public final class WriteTransaction {
         guard !rows.isEmpty || !queued.isEmpty || !stamp.isEmpty || !recorded.isEmpty else { return (0, 0) }
         if finishing { recordedEvents = recorded.count }
         let none = Array("null".utf8)
-        let result = try await connection.query(
-            """
-            SELECT * FROM psync_write(
-                \(rows.map(\.change.key.collection))::text[], \(rows.map(\.change.key.id))::text[], \(rows.map(\.partition.description))::text[],
-                \(rows.map(\.version))::bigint[], \(rows.map { EncodedJSONB(bytes: $0.change.encodedBody ?? none) })::jsonb[],
-                \(rows.map { $0.change.after.body == nil })::boolean[],
-                \(queued.map(\.upload.principal))::text[], \(queued.map(\.requestId))::text[],
-                \(queued.map(\.upload.partition.description))::text[], \(queued.map { JSONB(value: $0.outcome) })::jsonb[],
-                \(stamp)::text[], \(clock)::bigint,
-                \(recorded.map(\.kind.rawValue))::text[], \(recorded.map(\.operation.rawValue))::text[],
-                \(recorded.map { $0.key?.collection ?? "" })::text[], \(recorded.map { $0.key?.id ?? "" })::text[],
-                \(recorded.map { $0.partition?.description ?? "" })::text[], \(recorded.map { $0.version ?? -1 })::bigint[],
-                \(recorded.map { $0.userID ?? "" })::text[],
-                \(recorded.map { EncodedJSONB(bytes: $0.before.map { JSONValue.object($0).jsonBytes } ?? none) })::jsonb[],
-                \(recorded.map { EncodedJSONB(bytes: $0.encodedAfter ?? $0.after.map { JSONValue.object($0).jsonBytes } ?? none) })::jsonb[],
-                \(recorded.map { JSONB(value: .array($0.changed.map(JSONValue.string))) })::jsonb[],
-                \(recorded.map { JSONB(value: .array($0.removed.map(JSONValue.string))) })::jsonb[],
-                \(recorded.map(\.depth))::integer[], \(recorded.map(\.author))::text[])
-            """, logger: logger)
+        var statement = WriteStatements.Write()
+        for row in rows {
+            statement.collections.append(row.change.key.collection)
+            statement.ids.append(row.change.key.id)
+            statement.partitions.append(row.partition.description)
+            statement.versions.append(row.version)
+            statement.bodies.append(EncodedJSONB(bytes: row.change.encodedBody ?? none))
+            statement.deleted.append(row.change.after.body == nil)
+        }
+        for entry in queued {
+            statement.principals.append(entry.upload.principal)
+            statement.requestIDs.append(entry.requestId)
+            statement.outcomePartitions.append(entry.upload.partition.description)
+            statement.outcomes.append(JSONB(value: entry.outcome))
+        }
+        statement.stamp = stamp
+        statement.clock = clock
+        for event in recorded {
+            statement.kinds.append(event.kind.rawValue)
+            statement.operations.append(event.operation.rawValue)
+            statement.eventCollections.append(event.key?.collection ?? "")
+            statement.objectIDs.append(event.key?.id ?? "")
+            statement.eventPartitions.append(event.partition?.description ?? "")
+            statement.eventVersions.append(event.version ?? -1)
+            statement.userIDs.append(event.userID ?? "")
+            statement.before.append(EncodedJSONB(bytes: event.before.map { JSONValue.object($0).jsonBytes } ?? none))
+            statement.after.append(EncodedJSONB(bytes: event.encodedAfter ?? event.after.map { JSONValue.object($0).jsonBytes } ?? none))
+            statement.changed.append(JSONB(value: .array(event.changed.map(JSONValue.string))))
+            statement.removed.append(JSONB(value: .array(event.removed.map(JSONValue.string))))
+            statement.depths.append(Int32(clamping: event.depth))
+            statement.authors.append(event.author)
+        }
         var counts = (written: 0, recorded: 0)
-        for try await (written, stored) in result.decode((Int64, Int64).self) {
+        for try await (written, stored) in try await connection.execute(statement, logger: logger) {
             counts = (Int(written), Int(stored))
         }
         guard counts.written == rows.count else {

@@ -155,14 +155,16 @@ public final class TriggerService: Service, Sendable {
             }
         }
         var lastRun = ContinuousClock.now - .seconds(3600)
+        var behind = false
         while !isStopping {
             do {
                 guard try await runner.holdLease() else {
                     await signal.wait(timeout: configuration.leaseRenewal)
                     continue
                 }
-                // A trigger that gathers its events waits until its next run is due.
-                if trigger.gathering > .zero, ContinuousClock.now < lastRun + trigger.gathering {
+                // A trigger that gathers its events waits until its next run is due (unless
+                // its last read was full: it is behind, and runs at once).
+                if trigger.gathering > .zero, !behind, ContinuousClock.now < lastRun + trigger.gathering {
                     await sleepUnlessStopping(lastRun + trigger.gathering - ContinuousClock.now)
                 }
                 // Only the events the trigger may handle are read and decoded; the rest of
@@ -179,6 +181,7 @@ public final class TriggerService: Service, Sendable {
                     continue
                 }
                 lastRun = .now
+                behind = events.count == configuration.batchSize
                 try await runner.handle(events)
                 if runner.position < through { runner.pass(to: through) }
             } catch let error as TriggerError where error.code == .leaseLost {

@@ -13,12 +13,14 @@
 -- Both functions of this file plan their statements once per connection (a custom plan per
 -- call would cost more than the statements) and never scan a table whole: psync_partitions is
 -- small but its rows are updated by every write, so a sequential scan reads all their dead
--- versions.
+-- versions. Without JIT: a plan that would need a disabled scan costs more than JIT's
+-- threshold, and compiling it takes a hundred times longer than running it.
 CREATE FUNCTION psync_lock_read(parts text[], collections text[], ids text[], lock_wait_ms integer)
 RETURNS TABLE (r_kind smallint, r_partition text, r_version bigint, r_clock bigint, r_collection text, r_id text, r_body jsonb)
 LANGUAGE plpgsql VOLATILE
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
     patience text := current_setting('lock_timeout');
@@ -58,6 +60,7 @@ RETURNS TABLE (r_written bigint, r_recorded bigint)
 LANGUAGE plpgsql VOLATILE
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
     written bigint := 0;
@@ -97,3 +100,47 @@ BEGIN
     RETURN QUERY SELECT written, recorded;
 END
 $$;
+
+-- One pass of the event sequencer in one statement (EventLog.sequencePass): lock the
+-- sequencer's row (passes run one at a time across instances), then — in a new snapshot,
+-- which sees every transaction committed before the lock was granted — number the committed,
+-- unnumbered events in (clock, xid, id) order. Returns the new last position with the kind,
+-- collection and operation of each numbered event; nothing when there was nothing to number.
+--
+-- The events are found through the partial index of unnumbered events and updated by
+-- primary key: planned freely, PostgreSQL joins them to a scan of the whole event log once
+-- its statistics count many unnumbered rows (every event is inserted unnumbered).
+CREATE FUNCTION psync_sequence(lim integer)
+RETURNS TABLE (r_last bigint, r_kind text, r_collection text, r_operation text)
+LANGUAGE plpgsql VOLATILE
+SET enable_seqscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+SET jit = off
+AS $$
+DECLARE
+    last bigint;
+    ids bigint[];
+BEGIN
+    SELECT last_seq INTO last FROM psync_sequencer FOR UPDATE;
+    SELECT array_agg(p.id ORDER BY p.clock, p.xid, p.id) INTO ids
+    FROM (SELECT id, clock, xid FROM psync_events WHERE seq IS NULL ORDER BY clock, xid, id LIMIT lim) AS p;
+    IF ids IS NULL THEN
+        RETURN;
+    END IF;
+    UPDATE psync_sequencer SET last_seq = last + cardinality(ids);
+    RETURN QUERY
+        UPDATE psync_events e SET seq = last + t.n
+        FROM unnest(ids) WITH ORDINALITY AS t(id, n)
+        WHERE e.id = t.id
+        RETURNING last + cardinality(ids), e.kind::text, e.collection::text, e.operation::text;
+END
+$$;
+
+-- The server instances sharing this database, each renewing its row while it runs. An instance
+-- that finds itself alone does not announce its commits with NOTIFY: no one else would hear
+-- them (its own subscribers and triggers learn of them in process).
+CREATE TABLE psync_instances (
+    name text COLLATE "C" PRIMARY KEY,
+    expires_at timestamptz NOT NULL
+);

@@ -1,0 +1,40 @@
+import Logging
+import PostgresNIO
+
+/// The server instances that share the database, each keeping a row alive while it runs
+/// (`psync_instances`).
+public struct InstanceRegistry: Sendable {
+    public let store: ObjectStore
+    /// This instance's name.
+    public let instance: String
+    /// How long a row lives without renewal.
+    public let lease: Duration
+    var logger: Logger { store.logger }
+
+    public init(store: ObjectStore, instance: String, lease: Duration) {
+        self.store = store
+        self.instance = instance
+        self.lease = lease
+    }
+
+    /// Renews this instance's row; returns how many other instances are alive.
+    public func heartbeat() async throws -> Int {
+        let seconds = Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18
+        let rows = try await store.client.query(
+            """
+            WITH me AS (
+                INSERT INTO psync_instances (name, expires_at) VALUES (\(instance), now() + make_interval(secs => \(seconds)))
+                ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at
+            )
+            SELECT count(*) FROM psync_instances WHERE name <> \(instance) AND expires_at > now()
+            """, logger: logger)
+        for try await others in rows.decode(Int.self) { return others }
+        return 0
+    }
+
+    /// Removes this instance's row (on shutdown), and rows that expired long ago.
+    public func leave() async throws {
+        try await store.client.query(
+            "DELETE FROM psync_instances WHERE name = \(instance) OR expires_at < now() - interval '1 day'", logger: logger)
+    }
+}
