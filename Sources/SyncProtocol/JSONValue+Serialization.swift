@@ -15,37 +15,73 @@ extension JSONValue {
 
     /// Appends the compact JSON text of this value to `output`.
     public func write(to output: inout [UInt8]) {
-        switch self {
+        var writer = JSONWriter(output: output)
+        output = []
+        writer.write(self, depth: 0)
+        output = writer.output
+    }
+}
+
+/// Writes compact JSON (object keys in UTF-8 byte order), measuring as it goes what the
+/// limits check: how deep the value nests and whether a string holds U+0000. One pass over
+/// the value, runs of plain string bytes copied at once.
+struct JSONWriter {
+    var output: [UInt8]
+    /// The deepest nesting of arrays and objects seen (the outermost one is 1).
+    private(set) var depth = 0
+    /// Whether a string or key held U+0000 (written escaped).
+    private(set) var sawNUL = false
+
+    init(output: [UInt8] = []) {
+        self.output = output
+    }
+
+    mutating func write(_ value: JSONValue, depth level: Int) {
+        switch value {
         case .null:
             output.append(contentsOf: "null".utf8)
         case .bool(let value):
             output.append(contentsOf: (value ? "true" : "false").utf8)
         case .int(let value):
-            output.append(contentsOf: String(value).utf8)
+            write(int: value)
         case .double(let value):
-            Self.write(double: value, to: &output)
+            write(double: value)
         case .string(let value):
-            Self.write(string: value, to: &output)
+            write(string: value)
         case .array(let elements):
+            depth = max(depth, level + 1)
             output.append(UInt8(ascii: "["))
-            for (offset, element) in elements.enumerated() {
-                if offset > 0 { output.append(UInt8(ascii: ",")) }
-                element.write(to: &output)
+            var first = true
+            for element in elements {
+                if !first { output.append(UInt8(ascii: ",")) }
+                first = false
+                write(element, depth: level + 1)
             }
             output.append(UInt8(ascii: "]"))
         case .object(let fields):
+            depth = max(depth, level + 1)
             output.append(UInt8(ascii: "{"))
-            for (offset, key) in fields.keys.sorted().enumerated() {
-                if offset > 0 { output.append(UInt8(ascii: ",")) }
-                Self.write(string: key, to: &output)
+            var first = true
+            for (key, field) in fields.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+                if !first { output.append(UInt8(ascii: ",")) }
+                first = false
+                write(string: key)
                 output.append(UInt8(ascii: ":"))
-                fields[key]!.write(to: &output)
+                write(field, depth: level + 1)
             }
             output.append(UInt8(ascii: "}"))
         }
     }
 
-    private static func write(double: Double, to output: inout [UInt8]) {
+    private mutating func write(int value: Int64) {
+        if value >= 0, value < 10 {
+            output.append(UInt8(ascii: "0") + UInt8(value))
+        } else {
+            output.append(contentsOf: String(value).utf8)
+        }
+    }
+
+    private mutating func write(double: Double) {
         guard double.isFinite else {
             // JSON has no infinities or NaN; the operations never produce them, but a value
             // built in code might.
@@ -63,23 +99,42 @@ extension JSONValue {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    private static func write(string: String, to output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): output.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: output.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: output.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: output.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0..<0x20:
-                output.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30])
-                output.append(hexDigits[Int(byte >> 4)])
-                output.append(hexDigits[Int(byte & 0x0F)])
-            default: output.append(byte)
+    private mutating func write(string: String) {
+        var string = string
+        string.withUTF8 { bytes in
+            output.append(UInt8(ascii: "\""))
+            var runStart = 0
+            for index in 0..<bytes.count {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                if runStart < index { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
+                runStart = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])
+                case UInt8(ascii: "\\"): output.append(contentsOf: [0x5C, 0x5C])
+                case 0x0A: output.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+                case 0x0D: output.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+                case 0x09: output.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+                default:
+                    if byte == 0 { sawNUL = true }
+                    output.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30])
+                    output.append(Self.hexDigits[Int(byte >> 4)])
+                    output.append(Self.hexDigits[Int(byte & 0x0F)])
+                }
             }
+            if runStart < bytes.count { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<bytes.count])) }
+            output.append(UInt8(ascii: "\""))
         }
-        output.append(UInt8(ascii: "\""))
+    }
+}
+
+extension JSONValue {
+    /// Writes `write(string:)` for callers outside the writer (encoded change batches).
+    static func write(string: String, to output: inout [UInt8]) {
+        var writer = JSONWriter(output: output)
+        output = []
+        writer.write(.string(string), depth: 0)
+        output = writer.output
     }
 }
 

@@ -13,22 +13,23 @@ public struct Limits: Sendable, Hashable {
         self.maximumOperations = maximumOperations
     }
 
-    /// Checks a body against the limits and returns its compact JSON encoding.
+    /// Checks a body against the limits and returns its compact JSON encoding (one pass that
+    /// encodes, measures the nesting and looks for U+0000).
     public func encode(body: [String: JSONValue], of key: ObjectKey) throws(SyncError) -> [UInt8] {
-        let value = JSONValue.object(body)
-        let depth = value.depth
-        guard depth <= maximumDepth else {
-            throw SyncError(.jsonTooDeep, "\(key) nests \(depth) levels deep; the limit is \(maximumDepth)")
+        var writer = JSONWriter()
+        writer.write(.object(body), depth: 0)
+        guard writer.depth <= maximumDepth else {
+            throw SyncError(.jsonTooDeep, "\(key) nests \(writer.depth) levels deep; the limit is \(maximumDepth)")
         }
-        guard !Self.containsNUL(value) else {
+        // PostgreSQL text and jsonb cannot hold U+0000.
+        guard !writer.sawNUL else {
             throw SyncError(.invalidOperation, "\(key): strings and field names may not contain U+0000")
         }
-        let bytes = value.jsonBytes
-        guard bytes.count <= maximumBodyBytes else {
+        guard writer.output.count <= maximumBodyBytes else {
             throw SyncError(
-                .payloadTooLarge, "\(key) would be \(bytes.count) bytes; the limit is \(maximumBodyBytes)")
+                .payloadTooLarge, "\(key) would be \(writer.output.count) bytes; the limit is \(maximumBodyBytes)")
         }
-        return bytes
+        return writer.output
     }
 
     /// Checks the number of operations in an upload.
@@ -39,13 +40,4 @@ public struct Limits: Sendable, Hashable {
         }
     }
 
-    // PostgreSQL text and jsonb cannot hold U+0000.
-    private static func containsNUL(_ value: JSONValue) -> Bool {
-        switch value {
-        case .string(let string): return string.utf8.contains(0)
-        case .array(let elements): return elements.contains(where: containsNUL)
-        case .object(let fields): return fields.contains { $0.key.utf8.contains(0) || containsNUL($0.value) }
-        default: return false
-        }
-    }
 }

@@ -1,8 +1,12 @@
+import Foundation
 import NIOWebSocket
+import ServiceLifecycle
 import Synchronization
 
-/// The open sessions of this instance, for a graceful shutdown.
-final class SessionRegistry: Sendable {
+/// The open sessions of this instance: it closes those that stay unauthenticated, outlive
+/// their token or go idle (one sweep for all, twice a second, rather than a timer each), and
+/// winds them all down for a graceful shutdown.
+final class SessionRegistry: Service, Sendable {
     private let sessions = Mutex<[ObjectIdentifier: SyncSession]>([:])
 
     func add(_ session: SyncSession) {
@@ -14,6 +18,16 @@ final class SessionRegistry: Sendable {
     }
 
     var count: Int { sessions.withLock { $0.count } }
+
+    /// Sweeps the sessions for timeouts until shutdown.
+    func run() async {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(500)) }
+            let open = sessions.withLock { Array($0.values) }
+            let (now, date) = (ContinuousClock.now, Date())
+            for session in open { session.checkTimeouts(now: now, date: date) }
+        }
+    }
 
     /// Asks every session to close once its current upload is answered, and waits until they
     /// have, or until `timeout`.

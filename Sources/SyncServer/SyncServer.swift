@@ -187,10 +187,12 @@ public final class SyncServer: Service, Sendable {
             router: router,
             server: .http1WebSocketUpgrade(
                 webSocketRouter: webSocketRouter,
-                configuration: .init(ws: .init(maxFrameSize: 1 << 20, validateUTF8: true))),
+                // No automatic pings: a client that stays silent is closed after the idle
+                // timeout (clients ping), and a pinging task per connection is memory.
+                configuration: .init(ws: .init(maxFrameSize: 1 << 20, autoPing: .disabled, validateUTF8: true))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: configuration.name),
             // Shut down in reverse order: the server first.
-            services: [hub, listener, triggers, presence, maintenance, instances],
+            services: [hub, listener, triggers, presence, maintenance, instances, sessions],
             onServerRunning: { channel in self.listening(on: channel) },
             logger: logger
         )

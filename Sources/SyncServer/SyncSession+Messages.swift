@@ -114,7 +114,7 @@ extension SyncSession {
         releaseInputs(oldInputs)
         if wasLive { services.hub.leave(self, partition: partition) }
         if isNew { services.metrics.subscriptions.increment() }
-        workerSignal.yield()
+        requestWork()
     }
 
     func unsubscribe(_ partition: Partition) {

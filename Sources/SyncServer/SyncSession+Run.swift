@@ -26,29 +26,34 @@ extension SyncSession {
             send(.ready(userId: principal.description))
             await joinedPresence()
         }
-        let failure = await withTaskGroup(of: (any Error)?.self) { group in
-                group.addTask { await self.readLoop(inbound) }
-                group.addTask {
-                    await self.writeLoop(outbound)
-                    return nil
+        let failure = await withDiscardingTaskGroup { group -> (any Error)? in
+            group.addTask {
+                // A reader that ends because the server closes the session leaves the end to
+                // the main task, which sends the close frame first.
+                if let error = await self.readLoop(inbound) {
+                    self.eventSink.yield(.ended(error))
+                } else if !self.state.withLock({ $0.closing || $0.shuttingDown }) {
+                    self.eventSink.yield(.ended(nil))
                 }
-                group.addTask {
-                    await self.workLoop()
-                    return nil
+            }
+            // This task writes what is queued and starts the worker when there is work; the
+            // session ends when the client's input ends, or a close frame (or a failed write)
+            // ends the output.
+            var failure: (any Error)?
+            events: for await event in events {
+                switch event {
+                case .write:
+                    state.withLock { $0.writeSignalled = false }
+                    guard await writeQueued(outbound) else { break events }
+                case .startWorker:
+                    group.addTask { await self.work() }
+                case .ended(let error):
+                    failure = error
+                    break events
                 }
-                group.addTask {
-                    await self.uploadLoop()
-                    return nil
-                }
-                group.addTask {
-                    await self.timerLoop()
-                    return nil
-                }
-                // The first task to end ends the session: the writer after a close frame or a
-                // failed write, the reader when the client closed or sent what cannot be read.
-                let first = await group.next() ?? nil
-                group.cancelAll()
-                return first
+            }
+            group.cancelAll()
+            return failure
         }
         if let failure { throw failure }
     }
@@ -63,8 +68,7 @@ extension SyncSession {
         if closeNow { close(.goingAway, "the server is shutting down") }
     }
 
-    /// Reads and handles messages in order. Returns the error that ended the input, if any;
-    /// when the server is closing the session, waits for the writer to send the close frame.
+    /// Reads and handles messages in order. Returns the error that ended the input, if any.
     private func readLoop(_ inbound: WebSocketInboundStream) async -> (any Error)? {
         do {
             for try await message in inbound.messages(maxSize: services.configuration.maximumMessageBytes) {
@@ -79,66 +83,67 @@ extension SyncSession {
             state.withLock { $0.closing = true }
             return error
         }
-        if state.withLock({ $0.closing }) {
-            // The writer has a close frame to send; it ends the session.
-            for await _ in AsyncStream<Void>.never() {}
-        }
         return nil
     }
 
-    private func writeLoop(_ outbound: WebSocketOutboundWriter) async {
-        for await _ in writerWakeups {
-            while let item = takeNextItem() {
-                do {
-                    switch item {
-                    case .reply(let text):
-                        try await outbound.writeTextMessage(text)
-                    case .changes(let partition, let generation, let cursor, let text):
-                        try await outbound.writeTextMessage(text)
-                        pageWritten(partition, generation: generation, cursor: cursor)
-                    case .close(let code, let reason):
-                        try? await outbound.close(code, reason: reason)
-                        return
-                    }
-                } catch {
-                    return
+    /// Writes the queued items, at the pace the client reads; `false` once the output is over
+    /// (a close frame was sent, or a write failed).
+    private func writeQueued(_ outbound: WebSocketOutboundWriter) async -> Bool {
+        while let item = takeNextItem() {
+            do {
+                switch item {
+                case .reply(let text):
+                    try await outbound.writeTextMessage(text)
+                case .changes(let partition, let generation, let cursor, let text):
+                    try await outbound.writeTextMessage(text)
+                    pageWritten(partition, generation: generation, cursor: cursor)
+                case .close(let code, let reason):
+                    try? await outbound.close(code, reason: reason)
+                    return false
                 }
+            } catch {
+                return false
             }
         }
+        return true
     }
 
-    /// Closes sessions that stay unauthenticated, outlive their token, or go idle. It only
-    /// queues the close frame; the writer sends it and ends the session.
-    private func timerLoop() async {
-        let idle = services.configuration.idleTimeout
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(500))
-            let (last, expires, authenticated) = state.withLock { ($0.lastActivity, $0.expires, $0.principal != nil) }
-            if !authenticated, ContinuousClock.now - last > services.configuration.authTimeout {
-                send(.error(SyncError(.unauthenticated, "no 'auth' message arrived in time"), partition: nil))
-                close(.unknown(4001), "unauthenticated")
-                break
-            }
-            if let expires, expires < Date() {
-                send(.error(SyncError(.tokenExpired, "the access token expired; reconnect with a fresh one, or send 'auth' before it expires"), partition: nil))
-                close(.unknown(4001), "token_expired")
-                break
-            }
-            if ContinuousClock.now - last > idle {
-                close(.unknown(4000), "idle timeout")
-                break
-            }
+    /// Closes the session if it stayed unauthenticated, outlived its token, or went idle (the
+    /// ``SessionRegistry`` asks every session twice a second). It only queues the close
+    /// frame; the writer sends it and ends the session.
+    func checkTimeouts(now: ContinuousClock.Instant, date: Date) {
+        let (last, expires, authenticated, closing) = state.withLock { ($0.lastActivity, $0.expires, $0.principal != nil, $0.closing) }
+        guard !closing else { return }
+        if !authenticated, now - last > services.configuration.authTimeout {
+            send(.error(SyncError(.unauthenticated, "no 'auth' message arrived in time"), partition: nil))
+            close(.unknown(4001), "unauthenticated")
+        } else if let expires, expires < date {
+            send(.error(SyncError(.tokenExpired, "the access token expired; reconnect with a fresh one, or send 'auth' before it expires"), partition: nil))
+            close(.unknown(4001), "token_expired")
+        } else if now - last > services.configuration.idleTimeout {
+            close(.unknown(4000), "idle timeout")
         }
-        for await _ in AsyncStream<Void>.never() {}
     }
 
     // MARK: The worker: catch-up reads and permission re-checks
 
-    private func workLoop() async {
-        for await _ in workerWakeups {
+    /// The worker: applies queued uploads, checks permissions again, reads pages for
+    /// subscriptions catching up, until none of it has anything to do; then it ends (a later
+    /// request starts another).
+    private func work() async {
+        while !Task.isCancelled {
+            state.withLock { $0.moreWork = false }
+            if await applyQueuedUploads() == .closed { return }
             await recheckPermissions()
             await catchUp()
+            let done = state.withLock { state -> Bool in
+                guard !state.moreWork, state.uploads.isEmpty || state.closing || state.shuttingDown else { return false }
+                state.working = false
+                return true
+            }
+            if done { return }
         }
+        state.withLock { $0.working = false }
     }
 
     /// Reads pages for catching-up subscriptions while the queue has room: the next page of a
@@ -165,7 +170,7 @@ extension SyncSession {
                 if failure.code == .unavailable {
                     // Try again shortly; the subscription stays.
                     try? await Task.sleep(for: .milliseconds(500))
-                    workerSignal.yield()
+                    requestWork()
                     return
                 }
                 end(partition, code: failure.code)
@@ -178,7 +183,7 @@ extension SyncSession {
                 return enqueuePage(partition, generation: generation, cursor: page.cursor, text: text, into: &state)
             }
             guard queued else { continue }
-            writerSignal.yield()
+            signalWriter()
             services.metrics.changesPushed.increment(by: page.objects.count)
             if page.upToDate, let position = CursorPosition(page.cursor) {
                 let result = services.hub.join(

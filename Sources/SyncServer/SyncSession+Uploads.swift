@@ -13,38 +13,42 @@ extension SyncSession {
     /// Most operations in one transaction (several uploads' together).
     static let maximumBatchOperations = 5_000
 
-    /// Queues an upload for the uploader; waits while the queue is full.
+    /// Queues an upload for the worker; waits while the queue is full.
     func enqueueUpload(_ upload: QueuedUpload) async {
         while state.withLock({ $0.uploads.count >= Self.maximumQueuedUploads && !$0.closing }) {
             do { try await Task.sleep(for: .milliseconds(2)) } catch { return }
         }
         state.withLock { $0.uploads.append(upload) }
-        uploaderSignal.yield()
+        requestWork()
     }
 
-    /// Applies queued uploads in order until the session ends. The uploads at the head of the
-    /// queue that go to the same partition are applied together, in one transaction with one
-    /// commit (each still all-or-nothing): a client sending faster than single commits go
-    /// through is not held to one commit per upload.
-    func uploadLoop() async {
-        for await _ in uploaderWakeups {
-            while let batch = takeUploadBatch() {
-                await apply(batch)
-                let closeNow = state.withLock { state -> Bool in
-                    state.uploading = false
-                    state.uploadingTo = nil
-                    return state.shuttingDown
-                }
-                writerSignal.yield()
-                if closeNow {
-                    close(.goingAway, "the server is shutting down")
-                    // The writer sends the close frame and ends the session; ending this task
-                    // first would cancel the writer before it does.
-                    for await _ in AsyncStream<Void>.never() {}
-                    return
-                }
+    /// What became of the queued uploads.
+    enum UploadsApplied {
+        /// Every queued upload was applied and answered (or there were none).
+        case done
+        /// The server is shutting down: the session was closed after the last answer.
+        case closed
+    }
+
+    /// Applies the queued uploads in order. The uploads at the head of the queue that go to
+    /// the same partition are applied together, in one transaction with one commit (each
+    /// still all-or-nothing): a client sending faster than single commits go through is not
+    /// held to one commit per upload.
+    func applyQueuedUploads() async -> UploadsApplied {
+        while let batch = takeUploadBatch() {
+            await apply(batch)
+            let closeNow = state.withLock { state -> Bool in
+                state.uploading = false
+                state.uploadingTo = nil
+                return state.shuttingDown
+            }
+            signalWriter()
+            if closeNow {
+                close(.goingAway, "the server is shutting down")
+                return .closed
             }
         }
+        return .done
     }
 
     /// Takes the uploads at the head of the queue to one partition; `nil` when there are

@@ -10,12 +10,14 @@ import SyncStorage
 /// One WebSocket connection: its principal, its subscriptions, and a bounded queue of
 /// outgoing messages.
 ///
-/// Five tasks serve it (see `SyncSession+Run.swift`): the reader handles client messages in
-/// order, handing uploads to the uploader; the uploader applies them in order, the consecutive
-/// ones to one partition in one transaction (see `SyncSession+Uploads.swift`); the writer
-/// drains the queue into the socket, at the pace the client reads; the worker reads snapshot
-/// and catch-up pages and performs permission re-checks; the timer closes idle and expired
-/// sessions.
+/// Two tasks serve it all the time (see `SyncSession+Run.swift`): the reader handles client
+/// messages in order, queueing uploads; the main task drains the outgoing queue into the
+/// socket, at the pace the client reads, and starts the worker. A worker task runs only while
+/// there is work — uploads to
+/// apply, the consecutive ones to one partition in one transaction (see
+/// `SyncSession+Uploads.swift`), snapshot and catch-up pages to read, permissions to check
+/// again — so an idle session costs two tasks. The ``SessionRegistry`` closes idle and expired
+/// sessions for all of them.
 ///
 /// A subscription is either catching up (the worker reads pages from its last delivered
 /// cursor, reading the next page while the previous one is written) or live (the hub hands it every commit). When the
@@ -85,25 +87,35 @@ final class SyncSession: FeedSubscriber, Sendable {
         var writeInputsCounted: Set<Partition> = []
         /// The user whose presence this session counts in.
         var presentUser: String?
+        /// A worker task is running.
+        var working = false
+        /// Work was asked for while the worker ran: it looks again before it ends.
+        var moreWork = false
+        /// A `write` event is on its way to the main task.
+        var writeSignalled = false
+    }
+
+    /// What the session's main task is told by its reader and the others.
+    enum Event: Sendable {
+        /// Items were queued for the socket.
+        case write
+        /// Start a worker task (none is running).
+        case startWorker
+        /// The session is over: the reader or the writer ended (with the reader's error).
+        case ended((any Error)?)
     }
 
     let services: SessionServices
     let id: Int
     var logger: Logger { services.logger }
     let state = Mutex(State())
-    let writerSignal: AsyncStream<Void>.Continuation
-    let writerWakeups: AsyncStream<Void>
-    let workerSignal: AsyncStream<Void>.Continuation
-    let workerWakeups: AsyncStream<Void>
-    let uploaderSignal: AsyncStream<Void>.Continuation
-    let uploaderWakeups: AsyncStream<Void>
+    let eventSink: AsyncStream<Event>.Continuation
+    let events: AsyncStream<Event>
 
     init(services: SessionServices, id: Int, principal: Principal?, expires: Date?) {
         self.services = services
         self.id = id
-        (writerWakeups, writerSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        (workerWakeups, workerSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        (uploaderWakeups, uploaderSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self)
         state.withLock {
             $0.principal = principal
             $0.expires = expires
@@ -111,6 +123,29 @@ final class SyncSession: FeedSubscriber, Sendable {
     }
 
     var principal: Principal? { state.withLock { $0.principal } }
+
+    /// Tells the main task that items wait in the queue (once until it looks).
+    func signalWriter() {
+        let signal = state.withLock { state -> Bool in
+            guard !state.writeSignalled else { return false }
+            state.writeSignalled = true
+            return true
+        }
+        if signal { eventSink.yield(.write) }
+    }
+
+    /// Asks for the worker: starts one, or tells the running one to look again.
+    func requestWork() {
+        let start = state.withLock { state -> Bool in
+            if state.working {
+                state.moreWork = true
+                return false
+            }
+            state.working = true
+            return true
+        }
+        if start { eventSink.yield(.startWorker) }
+    }
 
     /// Counts this session in its user's presence (once).
     func joinedPresence() async {
@@ -162,7 +197,7 @@ final class SyncSession: FeedSubscriber, Sendable {
         if overflow {
             close(.unknown(4002), "the client does not read its messages")
         } else {
-            writerSignal.yield()
+            signalWriter()
         }
     }
 
@@ -174,7 +209,7 @@ final class SyncSession: FeedSubscriber, Sendable {
             state.queue.append(.close(code, reason))
             return true
         }
-        if queued { writerSignal.yield() }
+        if queued { signalWriter() }
     }
 
     /// Queues a page of a subscription, or reports that the queue is over its byte limit.
@@ -230,7 +265,7 @@ final class SyncSession: FeedSubscriber, Sendable {
             state.subscriptions[partition] = subscription
             return subscription.mode == .catchingUp || state.queuedChangeBytes < services.configuration.outboxLimitBytes / 2
         }
-        if wake { workerSignal.yield() }
+        if wake { requestWork() }
     }
 
     // MARK: Permission inputs
@@ -275,11 +310,11 @@ final class SyncSession: FeedSubscriber, Sendable {
             state.subscriptions[partition]?.mode = .catchingUp
             return (false, true)
         }
-        if result.accepted { writerSignal.yield() }
+        if result.accepted { signalWriter() }
         if result.overflow {
             services.metrics.subscriptionPauses.increment()
             logger.debug("session queue full; subscription paused", metadata: ["partition": "\(partition)"])
-            workerSignal.yield()
+            requestWork()
         }
         return result.accepted
     }
@@ -301,7 +336,7 @@ final class SyncSession: FeedSubscriber, Sendable {
             state.subscriptions[partition]?.mode = .catchingUp
             return true
         }
-        if changed { workerSignal.yield() }
+        if changed { requestWork() }
     }
 
     func permissionInputChanged(_ partition: Partition, changes: [ObjectChange]?) {
@@ -319,6 +354,6 @@ final class SyncSession: FeedSubscriber, Sendable {
             state.inputChanges += 1
             state.writeDecisions.removeAll()
         }
-        workerSignal.yield()
+        requestWork()
     }
 }

@@ -129,6 +129,22 @@ final class BenchEnvironment: Sendable {
         throw BenchError("the triggers did not catch up within \(timeout)")
     }
 
+    /// Waits until RChat's unread-count trigger has counted every message written so far.
+    func waitForUnreadCounts(timeout: Duration = .seconds(120)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let rows = try await client.query(
+                """
+                SELECT (SELECT count(*) FROM psync_events WHERE seq IS NULL AND collection = 'ChatMessage')
+                     + coalesce((SELECT max(seq) FROM psync_events WHERE collection = 'ChatMessage'), 0)
+                     - coalesce((SELECT position FROM psync_triggers WHERE name = 'rchat.unread-counts'), 0)
+                """, logger: logger)
+            for try await behind in rows.decode(Int64.self) where behind <= 0 { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw BenchError("the unread counts did not catch up within \(timeout)")
+    }
+
     // MARK: Helpers
 
     private static func execute(on url: DatabaseURL, _ sql: String, logger: Logger) async throws {
