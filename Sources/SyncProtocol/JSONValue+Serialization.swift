@@ -74,11 +74,7 @@ struct JSONWriter {
     }
 
     private mutating func write(int value: Int64) {
-        if value >= 0, value < 10 {
-            output.append(UInt8(ascii: "0") + UInt8(value))
-        } else {
-            output.append(contentsOf: String(value).utf8)
-        }
+        JSONText.appendInteger(value, to: &output)
     }
 
     private mutating func write(double: Double) {
@@ -97,34 +93,43 @@ struct JSONWriter {
         }
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
     private mutating func write(string: String) {
         var string = string
-        string.withUTF8 { bytes in
-            output.append(UInt8(ascii: "\""))
-            var runStart = 0
-            for index in 0..<bytes.count {
-                let byte = bytes[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                if runStart < index { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
-                runStart = index + 1
-                switch byte {
-                case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])
-                case UInt8(ascii: "\\"): output.append(contentsOf: [0x5C, 0x5C])
-                case 0x0A: output.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-                case 0x0D: output.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-                case 0x09: output.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-                default:
-                    if byte == 0 { sawNUL = true }
-                    output.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30])
-                    output.append(Self.hexDigits[Int(byte >> 4)])
-                    output.append(Self.hexDigits[Int(byte & 0x0F)])
-                }
+        if string.withUTF8({ JSONText.appendString(utf8: UnsafeRawBufferPointer($0), to: &output) }) { sawNUL = true }
+    }
+}
+
+extension JSONText {
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// Appends `utf8` as a JSON string: quoted, with `"`, `\` and control characters
+    /// escaped, runs of plain bytes copied at once. Returns whether it held U+0000.
+    @discardableResult
+    public static func appendString(utf8 bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) -> Bool {
+        var sawNUL = false
+        output.append(UInt8(ascii: "\""))
+        var runStart = 0
+        for index in 0..<bytes.count {
+            let byte = bytes[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            if runStart < index { output.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[runStart..<index])) }
+            runStart = index + 1
+            switch byte {
+            case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): output.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: output.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: output.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: output.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            default:
+                if byte == 0 { sawNUL = true }
+                output.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30])
+                output.append(hexDigits[Int(byte >> 4)])
+                output.append(hexDigits[Int(byte & 0x0F)])
             }
-            if runStart < bytes.count { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<bytes.count])) }
-            output.append(UInt8(ascii: "\""))
         }
+        if runStart < bytes.count { output.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[runStart..<bytes.count])) }
+        output.append(UInt8(ascii: "\""))
+        return sawNUL
     }
 }
 

@@ -16,7 +16,7 @@ public struct ObjectKey: Sendable, Hashable, Comparable, CustomStringConvertible
         guard !scalars.isEmpty, scalars.count <= 256 else {
             throw SyncError(.invalidObjectID, "an object id has 1 to 256 characters")
         }
-        guard !scalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard !scalars.contains(where: Partition.isControl) else {
             throw SyncError(.invalidObjectID, "an object id holds no control characters")
         }
         self.collection = collection
@@ -40,7 +40,7 @@ public struct ObjectKey: Sendable, Hashable, Comparable, CustomStringConvertible
     }
 
     static func isValidCollection(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
+        let bytes = name.utf8
         guard let first = bytes.first, bytes.count <= 64, isLetter(first) else { return false }
         return bytes.dropFirst().allSatisfy {
             isLetter($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_")

@@ -47,13 +47,13 @@ public struct Partition: Sendable, Hashable, Comparable, CustomStringConvertible
     }
 
     /// Unicode's control characters (general category Cc), without a property lookup for ASCII.
-    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         if scalar.isASCII { return scalar.value < 0x20 || scalar.value == 0x7F }
         return scalar.properties.generalCategory == .control
     }
 
     static func isValidKey(_ key: String) -> Bool {
-        let bytes = Array(key.utf8)
+        let bytes = key.utf8
         guard let first = bytes.first, bytes.count <= 64, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first) else {
             return false
         }

@@ -1,3 +1,4 @@
+import NIOCore
 import SyncProtocol
 
 /// A subscription's place in a partition's history: a complete version, or a version
@@ -31,7 +32,7 @@ struct FeedPosition: Sendable, Hashable, Comparable {
 protocol FeedSubscriber: AnyObject, Sendable {
     /// Queues a page for a live subscription; `false` when the subscription is no longer live
     /// there (ended, or its queue overflowed and it will catch up on its own).
-    func deliver(partition: Partition, generation: Int, cursor: Cursor, text: String, objectCount: Int) -> Bool
+    func deliver(partition: Partition, generation: Int, cursor: Cursor, bytes: ByteBuffer, objectCount: Int) -> Bool
     /// Confirms that a subscription that asked to join is still waiting, and makes it live.
     func becomeLive(partition: Partition, generation: Int) -> Bool
     /// The partition's live feed cannot continue (its cursor was reset): catch up alone.

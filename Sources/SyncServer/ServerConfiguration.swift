@@ -79,6 +79,9 @@ public struct SessionConfiguration: Sendable {
     public var outboxLimitReplies: Int = 1_000
     /// Largest message a client may send, in bytes. Default 16 MiB.
     public var maximumMessageBytes: Int = 16 << 20
+    /// Largest WebSocket frame, in bytes, either way: longer messages are sent in several
+    /// frames (and a client's frames may not be longer). Default 1 MiB.
+    public var maximumFrameBytes: Int = 1 << 20
     /// Objects per change batch sent to a client. Default 500.
     public var batchSize: Int = 500
     /// Most partitions one session may subscribe to. Default 1,000.

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Logging
+import NIOCore
 import ServiceLifecycle
 import Synchronization
 import SyncProtocol
@@ -334,15 +335,15 @@ public final class SubscriptionHub: Service, Sendable {
     /// Hands a page to every member behind its end, each getting only the objects after its
     /// own position; members at the same position share one encoding.
     private func deliver(_ page: EncodedChangeBatch, at end: FeedPosition, to feed: inout Feed, partition: Partition) {
-        var encoded: [FeedPosition: (text: String, count: Int)] = [:]
+        var encoded: [FeedPosition: (bytes: ByteBuffer, count: Int)] = [:]
         for (id, member) in feed.members {
             guard member.position < end else { continue }
-            let message: (text: String, count: Int)
+            let message: (bytes: ByteBuffer, count: Int)
             if let cached = encoded[member.position] {
                 message = cached
             } else {
                 let objects = page.objects.filter { member.position.precedes(version: $0.version, key: $0.key) }
-                message = (page.message(objects: objects, reset: false), objects.count)
+                message = (page.messageBuffer(objects: objects, reset: false), objects.count)
                 encoded[member.position] = message
             }
             if message.count == 0 {
@@ -351,7 +352,7 @@ public final class SubscriptionHub: Service, Sendable {
                 continue
             }
             if member.subscriber.deliver(
-                partition: partition, generation: member.generation, cursor: page.cursor, text: message.text, objectCount: message.count)
+                partition: partition, generation: member.generation, cursor: page.cursor, bytes: message.bytes, objectCount: message.count)
             {
                 feed.members[id]?.position = end
                 metrics.changesPushed.increment(by: message.count)

@@ -189,7 +189,7 @@ public final class SyncServer: Service, Sendable {
                 webSocketRouter: webSocketRouter,
                 // No automatic pings: a client that stays silent is closed after the idle
                 // timeout (clients ping), and a pinging task per connection is memory.
-                configuration: .init(ws: .init(maxFrameSize: 1 << 20, autoPing: .disabled, validateUTF8: true))),
+                configuration: .init(ws: .init(maxFrameSize: configuration.sessions.maximumFrameBytes, autoPing: .disabled, validateUTF8: true))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: configuration.name),
             // Shut down in reverse order: the server first.
             services: [hub, listener, triggers, presence, maintenance, instances, sessions],

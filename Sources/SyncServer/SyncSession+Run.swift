@@ -94,8 +94,8 @@ extension SyncSession {
                 switch item {
                 case .reply(let text):
                     try await outbound.writeTextMessage(text)
-                case .changes(let partition, let generation, let cursor, let text):
-                    try await outbound.writeTextMessage(text)
+                case .changes(let partition, let generation, let cursor, let bytes):
+                    try await writeText(bytes, to: outbound)
                     pageWritten(partition, generation: generation, cursor: cursor)
                 case .close(let code, let reason):
                     try? await outbound.close(code, reason: reason)
@@ -106,6 +106,23 @@ extension SyncSession {
             }
         }
         return true
+    }
+
+    /// Writes a text message from its UTF-8 bytes as they are (the same buffer may go to many
+    /// sessions), in frames of at most the configured size.
+    private func writeText(_ bytes: ByteBuffer, to outbound: WebSocketOutboundWriter) async throws {
+        let limit = services.configuration.maximumFrameBytes
+        guard bytes.readableBytes > limit else {
+            try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: bytes)))
+            return
+        }
+        var rest = bytes
+        var opcode = WebSocketOpcode.text
+        while rest.readableBytes > limit {
+            try await outbound.write(.custom(WebSocketFrame(fin: false, opcode: opcode, data: rest.readSlice(length: limit)!)))
+            opcode = .continuation
+        }
+        try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: opcode, data: rest)))
     }
 
     /// Closes the session if it stayed unauthenticated, outlived its token, or went idle (the
@@ -154,7 +171,7 @@ extension SyncSession {
             let next = state.withLock { state -> (Partition, Int, Cursor?)? in
                 guard !state.closing, state.queuedChangeBytes < services.configuration.outboxLimitBytes / 2 else { return nil }
                 guard let (partition, subscription) = state.subscriptions.first(where: { _, subscription in
-                    subscription.mode == .catchingUp && !subscription.fetching && subscription.pending < 2
+                    subscription.mode == .catchingUp && !subscription.fetching && subscription.pending < 4
                         && (subscription.pending == 0 || subscription.queued != nil)
                 }) else { return nil }
                 state.subscriptions[partition]?.fetching = true
@@ -163,7 +180,7 @@ extension SyncSession {
             guard let (partition, generation, cursor) = next else { return }
             let page: EncodedChangeBatch
             do {
-                page = try await services.store.encodedChanges(in: partition, after: cursor, limit: services.configuration.batchSize)
+                page = try await services.store.encodedPage(in: partition, after: cursor, limit: services.configuration.batchSize)
             } catch {
                 state.withLock { $0.subscriptions[partition]?.fetching = false }
                 let failure = ServerError.describe(error, logger: logger)
@@ -176,15 +193,15 @@ extension SyncSession {
                 end(partition, code: failure.code)
                 return
             }
-            let text = page.message()
+            let bytes = page.messageBuffer()
             let queued = state.withLock { state -> Bool in
                 guard let subscription = state.subscriptions[partition], subscription.generation == generation else { return false }
                 state.subscriptions[partition]?.fetching = false
-                return enqueuePage(partition, generation: generation, cursor: page.cursor, text: text, into: &state)
+                return enqueuePage(partition, generation: generation, cursor: page.cursor, bytes: bytes, into: &state)
             }
             guard queued else { continue }
             signalWriter()
-            services.metrics.changesPushed.increment(by: page.objects.count)
+            services.metrics.changesPushed.increment(by: page.objectCount)
             if page.upToDate, let position = CursorPosition(page.cursor) {
                 let result = services.hub.join(
                     self, partition: partition, generation: generation, cursor: page.cursor,

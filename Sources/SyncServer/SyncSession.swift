@@ -2,6 +2,7 @@ import CoreMetrics
 import DequeModule
 import Foundation
 import Logging
+import NIOCore
 import NIOWebSocket
 import Synchronization
 import SyncProtocol
@@ -55,7 +56,8 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     enum Item {
         case reply(String)
-        case changes(Partition, generation: Int, cursor: Cursor, text: String)
+        /// A page, as the bytes of its `changes` message (shared by every session it goes to).
+        case changes(Partition, generation: Int, cursor: Cursor, bytes: ByteBuffer)
         case close(WebSocketErrorCode, String)
     }
 
@@ -214,13 +216,13 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     /// Queues a page of a subscription, or reports that the queue is over its byte limit.
     /// Called with the state locked.
-    func enqueuePage(_ partition: Partition, generation: Int, cursor: Cursor, text: String, into state: inout State) -> Bool {
+    func enqueuePage(_ partition: Partition, generation: Int, cursor: Cursor, bytes: ByteBuffer, into state: inout State) -> Bool {
         guard !state.closing else { return false }
         let limit = services.configuration.outboxLimitBytes
         // An empty queue always takes one page, however large, so progress is always possible.
-        if state.queuedChangeBytes > 0, state.queuedChangeBytes + text.utf8.count > limit { return false }
-        state.queue.append(.changes(partition, generation: generation, cursor: cursor, text: text))
-        state.queuedChangeBytes += text.utf8.count
+        if state.queuedChangeBytes > 0, state.queuedChangeBytes + bytes.readableBytes > limit { return false }
+        state.queue.append(.changes(partition, generation: generation, cursor: cursor, bytes: bytes))
+        state.queuedChangeBytes += bytes.readableBytes
         services.metrics.observeQueue(bytes: state.queuedChangeBytes)
         state.subscriptions[partition]?.pending += 1
         if state.subscriptions[partition]?.mode == .catchingUp { state.subscriptions[partition]?.queued = cursor }
@@ -231,8 +233,8 @@ final class SyncSession: FeedSubscriber, Sendable {
     func dropQueuedPages(of partition: Partition, from state: inout State) {
         var dropped = 0
         state.queue.removeAll { item in
-            guard case .changes(let target, _, _, let text) = item, target == partition else { return false }
-            state.queuedChangeBytes -= text.utf8.count
+            guard case .changes(let target, _, _, let bytes) = item, target == partition else { return false }
+            state.queuedChangeBytes -= bytes.readableBytes
             dropped += 1
             return true
         }
@@ -248,7 +250,7 @@ final class SyncSession: FeedSubscriber, Sendable {
             guard let item = state.queue.popFirst() else { return nil }
             switch item {
             case .reply: state.queuedReplies -= 1
-            case .changes(_, _, _, let text): state.queuedChangeBytes -= text.utf8.count
+            case .changes(_, _, _, let bytes): state.queuedChangeBytes -= bytes.readableBytes
             case .close: break
             }
             return item
@@ -296,12 +298,12 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     // MARK: FeedSubscriber (called under the hub's lock)
 
-    func deliver(partition: Partition, generation: Int, cursor: Cursor, text: String, objectCount: Int) -> Bool {
+    func deliver(partition: Partition, generation: Int, cursor: Cursor, bytes: ByteBuffer, objectCount: Int) -> Bool {
         let result = state.withLock { state -> (accepted: Bool, overflow: Bool) in
             guard let subscription = state.subscriptions[partition], subscription.generation == generation,
                 subscription.mode == .live
             else { return (false, false) }
-            if enqueuePage(partition, generation: generation, cursor: cursor, text: text, into: &state) {
+            if enqueuePage(partition, generation: generation, cursor: cursor, bytes: bytes, into: &state) {
                 return (true, false)
             }
             // Too much queued: this subscription stops following live and later catches up

@@ -12,10 +12,12 @@ extension ObjectStore {
     /// is consistent once a page has `upToDate`, because objects changed meanwhile move to
     /// higher versions that later pages include.
     public func changes(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> ChangeBatch {
-        let page = try await changePage(in: partition, after: cursor, limit: limit) { key, version, body in
-            // Stored bodies were checked against the limits on the way in; the parser's own
-            // nesting limit here only guards against a corrupted or hand-edited row.
-            SyncObject(key: key, version: version, body: try body.map { try JSONParser(maximumDepth: 512).parse($0) }?.objectValue)
+        let page = try await changePage(in: partition, after: cursor, limit: limit) { position, limit, floor in
+            try await self.rows(partition, from: position, limit: limit, floor: floor) { key, version, body in
+                // Stored bodies were checked against the limits on the way in; the parser's own
+                // nesting limit here only guards against a corrupted or hand-edited row.
+                SyncObject(key: key, version: version, body: try body.map { try JSONParser(maximumDepth: 512).parse($0) }?.objectValue)
+            }
         }
         return ChangeBatch(
             partition: partition, objects: page.objects, cursor: page.cursor, upToDate: page.upToDate, reset: page.reset,
@@ -23,34 +25,63 @@ extension ObjectStore {
     }
 
     /// The same page as ``changes(in:after:limit:)``, with every object already in its wire
-    /// form: the stored JSON text goes to the message as it is, never decoded. What sessions
-    /// send.
+    /// form: the stored JSON text goes to the message as it is, never decoded. One object at
+    /// a time, so a reader can send some of them (the live feeds, whose members may be at
+    /// different places in a commit).
     public func encodedChanges(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> EncodedChangeBatch {
-        let page = try await changePage(in: partition, after: cursor, limit: limit) { key, version, body in
-            EncodedChangeBatch.Object(key: key, version: version, bodyText: body)
+        let page = try await changePage(in: partition, after: cursor, limit: limit) { position, limit, floor in
+            try await self.rows(partition, from: position, limit: limit, floor: floor) { key, version, body in
+                EncodedChangeBatch.Object(key: key, version: version, bodyText: body)
+            }
         }
         return EncodedChangeBatch(
             partition: partition, objects: page.objects, cursor: page.cursor, upToDate: page.upToDate, reset: page.reset,
             version: page.version)
     }
 
-    private func changePage<Object: PageObject>(
+    /// The same page as ``encodedChanges(in:after:limit:)``, its objects written one after
+    /// the other into one buffer as they are read: what a session sends for a snapshot or
+    /// catch-up, where a page goes out whole. No object of its own per row, no key strings but
+    /// the last.
+    public func encodedPage(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> EncodedChangeBatch {
+        let page = try await changePage(in: partition, after: cursor, limit: limit) { position, limit, floor -> PageRead<(bytes: [UInt8], count: Int)> in
+            var json: [UInt8] = []
+            let found = try await self.walk(partition, from: position, limit: limit, floor: floor) { collection, id, version, body in
+                if json.isEmpty {
+                    EncodedChangeBatch.Object.write(collection: collection, id: id, version: version, bodyText: body, to: &json)
+                    // Room for a page of objects like the first (up to 4 MiB), so the buffer
+                    // is not grown and copied a dozen times.
+                    json.reserveCapacity(min((json.count + 1) * limit + 64, 4 << 20))
+                } else {
+                    json.append(UInt8(ascii: ","))
+                    EncodedChangeBatch.Object.write(collection: collection, id: id, version: version, bodyText: body, to: &json)
+                }
+            }
+            return found.with(objects: (json, found.objects))
+        }
+        return EncodedChangeBatch(
+            partition: partition, objectsJSON: page.objects.bytes, objectCount: page.objects.count, cursor: page.cursor,
+            upToDate: page.upToDate, reset: page.reset, version: page.version)
+    }
+
+    /// The snapshot and cursor logic around one read of a page (`read(position, limit, floor)`).
+    private func changePage<Objects>(
         in partition: Partition, after cursor: Cursor?, limit: Int?,
-        object: (ObjectKey, Int64, UnsafeRawBufferPointer?) throws -> Object
-    ) async throws -> Page<Object> {
+        read: (CursorPosition, Int, Int64?) async throws -> PageRead<Objects>
+    ) async throws -> Page<Objects> {
         let epoch = try await epoch()
         let limit = min(max(limit ?? configuration.defaultPageSize, 1), configuration.maximumPageSize)
         let snapshotStart = CursorPosition(epoch: epoch, version: 0)
         guard let cursor else {
-            return try await page(partition, from: snapshotStart, limit: limit, reset: true, object: object)
+            return try await page(from: snapshotStart, limit: limit, reset: true, read: read)
         }
         guard let position = CursorPosition(cursor), position.epoch == epoch else {
-            return try await page(partition, from: snapshotStart, limit: limit, reset: true, object: object)
+            return try await page(from: snapshotStart, limit: limit, reset: true, read: read)
         }
-        let batch = try await page(partition, from: position, limit: limit, reset: false, object: object)
+        let batch = try await page(from: position, limit: limit, reset: false, read: read)
         if batch.reset {
             // The cursor is ahead of the partition or behind its pruned tombstones.
-            return try await page(partition, from: snapshotStart, limit: limit, reset: true, object: object)
+            return try await page(from: snapshotStart, limit: limit, reset: true, read: read)
         }
         return batch
     }
@@ -63,55 +94,103 @@ extension ObjectStore {
 
     /// Reads one page. A result with `reset` and no `reset` requested means `position`
     /// cannot be continued from.
-    private func page<Object: PageObject>(
-        _ partition: Partition, from position: CursorPosition, limit: Int, reset: Bool,
-        object: (ObjectKey, Int64, UnsafeRawBufferPointer?) throws -> Object
-    ) async throws -> Page<Object> {
+    private func page<Objects>(
+        from position: CursorPosition, limit: Int, reset: Bool,
+        read: (CursorPosition, Int, Int64?) async throws -> PageRead<Objects>
+    ) async throws -> Page<Objects> {
         // Tombstones at or below the floor are left out. A snapshot's first page takes the
         // head of the same statement as its floor; later pages carry it in the cursor; a
         // catch-up from a cursor sends every tombstone after it (floor 0).
         let floor: Int64? = reset && position.tombstoneFloor == nil ? nil : (position.tombstoneFloor ?? 0)
-        // One statement, so the head version and the rows come from one snapshot: the head
-        // returned is exactly the version the rows are complete up to.
-        // The query is the function of migration 0005, planned so that it always walks the
-        // partition's index in order.
+        let found = try await read(position, limit, floor)
+        if !reset, position.version > found.head || position.version < found.prunedThrough {
+            return Page(objects: found.objects, cursor: position.cursor, upToDate: false, reset: true)
+        }
+        if found.more, let last = found.last {
+            let snapshotFloor = floor ?? found.head
+            let next = CursorPosition(
+                epoch: position.epoch, version: last.version, after: last.key,
+                tombstoneFloor: snapshotFloor > 0 && last.version <= snapshotFloor ? snapshotFloor : nil)
+            return Page(objects: found.objects, cursor: next.cursor, upToDate: false, reset: reset)
+        }
+        let end = CursorPosition(epoch: position.epoch, version: max(found.head, position.version))
+        return Page(objects: found.objects, cursor: end.cursor, upToDate: true, reset: reset, version: end.version)
+    }
+
+    /// The page's objects, each made by `object`.
+    private func rows<Object: PageObject>(
+        _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?,
+        object: (ObjectKey, Int64, UnsafeRawBufferPointer?) throws -> Object
+    ) async throws -> PageRead<[Object]> {
+        var objects: [Object] = []
+        objects.reserveCapacity(min(limit, 1024))
+        let found = try await walk(partition, from: position, limit: limit, floor: floor) { collection, id, version, body in
+            let key = ObjectKey(
+                uncheckedCollection: String(decoding: collection, as: UTF8.self), id: String(decoding: id, as: UTF8.self))
+            objects.append(try object(key, version, body))
+        }
+        return found.with(objects: objects)
+    }
+
+    /// One statement reads the head version and the objects after `position`, so both come
+    /// from one snapshot: the head returned is exactly the version the rows are complete up
+    /// to. It is the function of migration 0005, planned so that it always walks the
+    /// partition's index in order; one more row than the page is read, to know whether more
+    /// follow. Each of the page's objects is handed to `object` as the bytes of its row's
+    /// cells (collection, id, version, body text or `nil` for a tombstone), read without
+    /// postgres-nio's generic decoding, which costs a type lookup per row.
+    private func walk(
+        _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?,
+        object: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, Int64, UnsafeRawBufferPointer?) throws -> Void
+    ) async throws -> PageRead<Int> {
         let rows = try await client.query(
             """
             SELECT * FROM psync_page(\(partition.description), \(position.version), \(position.after?.collection)::text,
                                      \(position.after?.id)::text, \(floor)::bigint, \(limit + 1))
             """, logger: logger)
-        var head: Int64 = 0
-        var prunedThrough: Int64 = 0
-        var objects: [Object] = []
-        objects.reserveCapacity(min(limit + 1, 1024))
-        for try await (version, pruned, collection, id, objectVersion, body)
-            in rows.decode((Int64, Int64, String?, String?, Int64?, ByteBuffer?).self)
-        {
-            head = version
-            prunedThrough = pruned
-            if let collection, let id, let objectVersion {
-                let key = ObjectKey(uncheckedCollection: collection, id: id)
-                if let body {
-                    objects.append(try JSONB.withText(of: body) { try object(key, objectVersion, $0) })
-                } else {
-                    objects.append(try object(key, objectVersion, nil))
+        var found = PageRead<Int>(objects: 0)
+        var last: (version: Int64, collection: ByteBuffer, id: ByteBuffer)?
+        for try await row in rows {
+            var cells = row.makeIterator()
+            guard let head = cells.next(), let pruned = cells.next(), let collection = cells.next(), let id = cells.next(),
+                let version = cells.next(), let body = cells.next()
+            else { throw PostgresDecodingError.Code.missingData }
+            found.head = try head.int64() ?? 0
+            found.prunedThrough = try pruned.int64() ?? 0
+            guard let collectionBytes = collection.bytes, let idBytes = id.bytes, let objectVersion = try version.int64() else {
+                continue  // the partition's head alone: no object after the position
+            }
+            guard found.objects < limit else {
+                found.more = true
+                continue
+            }
+            try collectionBytes.withUnsafeReadableBytes { collectionText in
+                try idBytes.withUnsafeReadableBytes { idText in
+                    if let bodyBytes = body.bytes {
+                        try JSONB.withText(of: bodyBytes) { try object(collectionText, idText, objectVersion, $0) }
+                    } else {
+                        try object(collectionText, idText, objectVersion, nil)
+                    }
                 }
             }
+            found.objects += 1
+            last = (objectVersion, collectionBytes, idBytes)
         }
-        if !reset, position.version > head || position.version < prunedThrough {
-            return Page(objects: [], cursor: position.cursor, upToDate: false, reset: true)
+        if let last {
+            found.last = (last.version, ObjectKey(uncheckedCollection: String(buffer: last.collection), id: String(buffer: last.id)))
         }
-        if objects.count > limit {
-            objects.removeLast(objects.count - limit)
-            let last = objects[objects.count - 1]
-            let snapshotFloor = floor ?? head
-            let next = CursorPosition(
-                epoch: position.epoch, version: last.version, after: last.key,
-                tombstoneFloor: snapshotFloor > 0 && last.version <= snapshotFloor ? snapshotFloor : nil)
-            return Page(objects: objects, cursor: next.cursor, upToDate: false, reset: reset)
-        }
-        let end = CursorPosition(epoch: position.epoch, version: max(head, position.version))
-        return Page(objects: objects, cursor: end.cursor, upToDate: true, reset: reset, version: end.version)
+        return found
+    }
+}
+
+extension PostgresCell {
+    /// A `bigint` cell in binary format, read directly; `nil` for NULL.
+    fileprivate func int64() throws -> Int64? {
+        guard let bytes else { return nil }
+        guard dataType == .int8, format == .binary, bytes.readableBytes == 8,
+            let value = bytes.getInteger(at: bytes.readerIndex, as: Int64.self)
+        else { throw PostgresDecodingError.Code.typeMismatch }
+        return value
     }
 }
 
@@ -124,9 +203,25 @@ protocol PageObject {
 extension SyncObject: PageObject {}
 extension EncodedChangeBatch.Object: PageObject {}
 
+/// What one read of a page found.
+struct PageRead<Objects> {
+    var head: Int64 = 0
+    var prunedThrough: Int64 = 0
+    /// More objects follow the page.
+    var more = false
+    /// The page's last object.
+    var last: (version: Int64, key: ObjectKey)?
+    var objects: Objects
+
+    /// The same read with other objects.
+    func with<Other>(objects: Other) -> PageRead<Other> {
+        PageRead<Other>(head: head, prunedThrough: prunedThrough, more: more, last: last, objects: objects)
+    }
+}
+
 /// One page of a partition, before it becomes a batch.
-struct Page<Object> {
-    var objects: [Object]
+struct Page<Objects> {
+    var objects: Objects
     var cursor: Cursor
     var upToDate: Bool
     var reset: Bool

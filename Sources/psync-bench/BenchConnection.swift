@@ -17,9 +17,12 @@ final class BenchConnection: Sendable {
         self.task = task
     }
 
-    /// Connects with the user's token and returns once the server said `ready`.
+    /// Connects with the user's token and returns once the server said `ready`. With
+    /// `onChanges`, `changes` messages are not parsed but scanned (``ChangesScan``) and handed
+    /// to it with their bytes; every other message goes to `onMessage`.
     static func connect(
         _ url: String, token: String, logger: Logger,
+        onChanges: (@Sendable (ChangesScan, UnsafeRawBufferPointer) -> Void)? = nil,
         onMessage: @escaping @Sendable (ServerMessage) -> Void
     ) async throws -> BenchConnection {
         let (messages, sink) = AsyncStream.makeStream(of: String.self)
@@ -37,6 +40,15 @@ final class BenchConnection: Sendable {
                         }
                         group.addTask {
                             for try await frame in inbound.messages(maxSize: 256 << 20) {
+                                if let onChanges, case .text(var text) = frame {
+                                    let scanned = text.withUTF8 { bytes -> Bool in
+                                        let raw = UnsafeRawBufferPointer(bytes)
+                                        guard let scan = ChangesScan(raw), scan.type == "changes" else { return false }
+                                        onChanges(scan, raw)
+                                        return true
+                                    }
+                                    if scanned { continue }
+                                }
                                 let json: JSONValue
                                 switch frame {
                                 case .text(let text): json = try JSONParser(maximumDepth: 512).parse(text)

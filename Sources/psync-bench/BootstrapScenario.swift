@@ -55,18 +55,33 @@ struct BootstrapScenario {
             let received = Counter()
             let batches = Counter()
             let done = Once<Void>()
-            let connection = try await BenchConnection.connect(environment.server.webSocketURL, token: reader.token, logger: environment.logger) { message in
-                guard case .changes(let batch) = message else { return }
-                received.increment(by: batch.objects.count)
-                batches.increment()
-                if batch.upToDate { done.set(()) }
-            }
+            let mismatch = Mutex<String?>(nil)
+            // The client counts each batch by scanning it (the floor reads the rows without
+            // parsing their bodies either); the first batch of a pass is also parsed whole,
+            // and the two counts must agree.
+            let connection = try await BenchConnection.connect(
+                environment.server.webSocketURL, token: reader.token, logger: environment.logger,
+                onChanges: { scan, bytes in
+                    if batches.increment() == 1 {
+                        let parsed = (try? ServerMessage(json: JSONParser(maximumDepth: 512).parse(bytes))).flatMap { message -> ChangeBatch? in
+                            if case .changes(let batch) = message { return batch }
+                            return nil
+                        }
+                        if parsed?.objects.count != scan.objects || parsed?.upToDate != scan.upToDate {
+                            mismatch.withLock { $0 = "scan \(scan.objects)/\(scan.upToDate), parse \(String(describing: parsed?.objects.count))" }
+                        }
+                    }
+                    received.increment(by: scan.objects)
+                    if scan.upToDate { done.set(()) }
+                }
+            ) { _ in }
             progress("bootstrap: pass \(pass): a fresh client subscribes with no cursor")
             let started = ContinuousClock.now
             connection.send(.subscribe(partition: partition, cursor: nil))
             let complete = await waitFor([done], timeout: .seconds(600))
             let elapsed = started.duration(to: .now).seconds
             await connection.close()
+            if let mismatch = mismatch.withLock({ $0 }) { throw BenchError("bootstrap: a batch scanned and parsed differ: \(mismatch)") }
             passes.append((received.current, batches.current, elapsed, complete))
             progress("bootstrap: \(received.current) objects in \(rounded(elapsed)) s")
         }

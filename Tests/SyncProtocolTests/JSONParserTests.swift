@@ -120,4 +120,32 @@ struct JSONParserTests {
             }
         }
     }
+    @Test("integers are written as their exact decimal digits", arguments: [
+        0, 7, 9, 10, -1, -9, -10, 42, 1_000_000, -1_000_000, Int64(Int32.max) + 1, Int64.max, Int64.min, Int64.min + 1,
+    ] as [Int64])
+    func integers(_ value: Int64) {
+        var output: [UInt8] = []
+        JSONText.appendInteger(value, to: &output)
+        #expect(String(decoding: output, as: UTF8.self) == String(value))
+        #expect(JSONValue.int(value).jsonString == String(value))
+    }
+
+    @Test("strings from raw UTF-8 are quoted with exactly the escapes JSON needs")
+    func rawStrings() throws {
+        let cases: [(String, String)] = [
+            ("plain", #""plain""#),
+            (#"say "hi" \ now"#, #""say \"hi\" \\ now""#),
+            ("tab\tnew\nline\r\u{0001}\u{0000}", #""tab\tnew\nline\r\u0001\u0000""#),
+            ("é 🌍", "\"é 🌍\""),
+            ("", #""""#),
+        ]
+        for (input, expected) in cases {
+            var output: [UInt8] = []
+            var text = input
+            let sawNUL = text.withUTF8 { JSONText.appendString(utf8: UnsafeRawBufferPointer($0), to: &output) }
+            #expect(String(decoding: output, as: UTF8.self) == expected, "\(input)")
+            #expect(sawNUL == input.unicodeScalars.contains("\u{0000}"))
+            #expect(try JSONParser().parse(expected) == .string(input))
+        }
+    }
 }

@@ -18,6 +18,8 @@ struct EncodedChangesTests {
             "big": .int(Int64.max), "small": .int(Int64.min), "zero": 0.0,
         ],
         "empty": [:],
+        // An id that must be escaped in the message.
+        #"odd "id" \ é"#: ["text": "x"],
     ]
 
     @Test("the wire text of an encoded page decodes to the same message as the decoded page, snapshot and catch-up alike")
@@ -38,6 +40,10 @@ struct EncodedChangesTests {
                 let decoded = try await store.changes(in: room, after: cursor, limit: 2)
                 let encoded = try await store.encodedChanges(in: room, after: cursor, limit: 2)
                 try expectSame(encoded, decoded)
+                // The same page written out by the database whole.
+                let whole = try await store.encodedPage(in: room, after: cursor, limit: 2)
+                #expect(whole.objectCount == decoded.objects.count)
+                try expectSame(whole, decoded)
                 cursor = decoded.cursor
                 pages += 1
                 if decoded.upToDate { break }
@@ -46,6 +52,12 @@ struct EncodedChangesTests {
             let catchUp = try await store.changes(in: room, after: middle)
             #expect(catchUp.objects.contains { $0.isDeleted })
             try expectSame(try await store.encodedChanges(in: room, after: middle), catchUp)
+            try expectSame(try await store.encodedPage(in: room, after: middle), catchUp)
+            // An empty catch-up, and a partition never written.
+            let head = catchUp.cursor
+            try expectSame(try await store.encodedPage(in: room, after: head), try await store.changes(in: room, after: head))
+            let nothing = partition("room=nothing")
+            try expectSame(try await store.encodedPage(in: nothing, after: nil), try await store.changes(in: nothing, after: nil))
         }
     }
 
