@@ -224,6 +224,31 @@ struct ProtocolTests {
         }
     }
 
+    @Test("a page longer than the largest frame arrives whole, in several frames a client with a 1 MiB frame limit accepts")
+    func framesOfLargePage() async throws {
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url) { server in
+                let alice = try await server.register("alice@example.com")
+                let mine = partition("user=\(alice.userID)")
+                // Three bodies of 700 kB: a 2.1 MB page, over the server's 1 MiB frames and the
+                // test client's 1 MiB frame limit.
+                let text = String(repeating: "0123456789", count: 70_000)
+                for n in 0..<3 {
+                    try await db.store().upload(Upload(partition: mine, operations: [.put(key("Note", "big\(n)"), body: ["text": .string(text)])], principal: alice.userID))
+                }
+                let client = try await server.connect(token: alice.accessToken)
+                _ = try await client.next()
+                client.send(.subscribe(partition: mine, cursor: nil))
+                guard case .changes(let batch) = try await client.next() else { Issue.record("no snapshot"); return }
+                #expect(batch.upToDate && batch.objects.count == 3)
+                #expect(batch.objects.allSatisfy { $0.body?["text"] == .string(text) })
+                client.send(.ping(nonce: 1))
+                #expect(try await client.next() == .pong(nonce: 1))
+                await client.close()
+            }
+        }
+    }
+
     @Test("an idle session is closed with 4000")
     func idleTimeout() async throws {
         try await TestDatabase.with(exclusive: true) { db in
