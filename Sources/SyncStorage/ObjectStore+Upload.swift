@@ -15,6 +15,12 @@ extension ObjectStore {
     public func upload(_ upload: Upload, validate: Validator? = nil) async throws -> UploadResult {
         try Self.checkRequestID(upload.requestId)
         let epoch = try await epoch()
+        if let results = try await optimisticBatch([(upload, validate)], epoch: epoch) { return try results[0].get() }
+        return try await lockedUpload(upload, validate: validate, epoch: epoch)
+    }
+
+    /// ``upload(_:validate:)`` in a transaction that locks the partition before it reads.
+    func lockedUpload(_ upload: Upload, validate: Validator?, epoch: UUID) async throws -> UploadResult {
         do {
             return try await withWriteTransaction(author: upload.principal) { transaction in
                 // Lock and read, compute and validate, then write, store the outcome and

@@ -25,15 +25,16 @@ extension ObjectStore {
     public func upload(batch uploads: [Upload], validators: [Validator?]) async throws -> [Result<UploadResult, SyncError>] {
         precondition(validators.count == uploads.count, "one validator (or nil) per upload")
         guard !uploads.isEmpty else { return [] }
+        let epoch = try await epoch()
+        let batch = zip(uploads, validators).map { (upload: $0, validate: $1) }
+        if let results = try await optimisticBatch(batch, epoch: epoch) { return results }
         if uploads.count == 1 {
             do {
-                return [.success(try await upload(uploads[0], validate: validators[0]))]
+                return [.success(try await lockedUpload(uploads[0], validate: validators[0], epoch: epoch))]
             } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
                 return [.failure(error)]
             }
         }
-        let epoch = try await epoch()
-        let batch = zip(uploads, validators).map { (upload: $0, validate: $1) }
         var steps: [BatchStep]
         do {
             steps = try await stagedBatch(batch, epoch: epoch)

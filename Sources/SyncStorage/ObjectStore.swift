@@ -172,7 +172,7 @@ public final class ObjectStore: Sendable {
 
 extension ObjectStore {
     /// After a commit: tells this process's observers, and queues the announcement for the others.
-    private func committed(_ transaction: WriteTransaction) {
+    func committed(_ transaction: WriteTransaction) {
         let commit = transaction.commit
         guard !commit.partitions.isEmpty || commit.recordedEvents > 0 else { return }
         for observer in observers.withLock({ $0 }) { observer(commit) }

@@ -10,13 +10,21 @@ public struct StorageConfiguration: Sendable, Hashable {
     public var maximumPageSize: Int
     /// How often a transaction that lost a deadlock or serialization conflict is retried. Default 5.
     public var transactionRetries: Int
+    /// Uploads are first applied optimistically: computed from a read without locks (or,
+    /// when they only put objects, from none) and written by one statement that locks,
+    /// checks that what was read is unchanged, and commits; only when that fails are they
+    /// applied in a transaction that locks first. Off: always the locking transaction.
+    /// Default on.
+    public var optimisticUploads: Bool
 
     public init(
-        limits: Limits = Limits(), defaultPageSize: Int = 500, maximumPageSize: Int = 5_000, transactionRetries: Int = 5
+        limits: Limits = Limits(), defaultPageSize: Int = 500, maximumPageSize: Int = 5_000, transactionRetries: Int = 5,
+        optimisticUploads: Bool = true
     ) {
         self.limits = limits
         self.defaultPageSize = defaultPageSize
         self.maximumPageSize = maximumPageSize
         self.transactionRetries = transactionRetries
+        self.optimisticUploads = optimisticUploads
     }
 }

@@ -22,34 +22,38 @@ public final class WriteTransaction {
     /// The store's logger.
     public var logger: Logger { store.logger }
 
-    /// The version each partition written so far carries in this transaction.
-    public private(set) var versions: [Partition: Int64] = [:]
+    /// The version each partition written so far carries in this transaction (in an
+    /// optimistic one, 0 until ``commitOptimistically(lockTimeout:)`` locked it).
+    public internal(set) var versions: [Partition: Int64] = [:]
     /// The Lamport clock of each locked partition, as its lock raised it.
     private var clocks: [Partition: Int64] = [:]
     /// Every object change written so far, in order.
-    public private(set) var changes: [(partition: Partition, version: Int64, change: ObjectChange)] = []
+    public internal(set) var changes: [(partition: Partition, version: Int64, change: ObjectChange)] = []
     /// Events to record at commit, in order.
     var events: [PendingEvent] = []
     /// Objects read or written in this transaction (`nil`: not stored), so a key is read from
     /// the database once. Entries of a partition are dropped when it is locked, and entries of
     /// keys not stored then too: only a read after the lock sees every commit before ours.
-    private var known: [ObjectKey: (partition: String, state: DocumentState)?] = [:]
+    var known: [ObjectKey: (partition: String, state: DocumentState)?] = [:]
     /// How many object changes this transaction has made so far, written or staged.
     public var changeCount: Int { changes.count + staged.count }
     /// Changes applied by ``stage(_:in:validate:)`` and not written yet, with the trigger
     /// depth they were made at.
-    private var staged: [Write] = []
+    var staged: [Write] = []
     /// Every object this transaction changed, staged or written: where it is and what it is now.
-    private var touched: [ObjectKey: (partition: Partition, version: Int64, state: DocumentState)] = [:]
+    var touched: [ObjectKey: (partition: Partition, version: Int64, state: DocumentState)] = [:]
     /// With ``defersWrites``: the database's answer to each search run in this transaction.
     private var searches: [Search: SearchAnswer] = [:]
     /// The keys of ``touched`` in the order they were changed (with repeats), so a search's
     /// answer is brought up to date with only the changes made since it was last given.
-    private var touchLog: [ObjectKey] = []
+    var touchLog: [ObjectKey] = []
     /// Upload outcomes to store at commit, with the rest of the transaction's writes.
     private var outcomes: [(upload: Upload, requestId: String, outcome: JSONValue)] = []
     /// How many of ``events`` ``finish()`` recorded (the others no one would read).
-    private var recordedEvents = 0
+    var recordedEvents = 0
+    /// An optimistic transaction (``readOptimistically(_:_:assumingAbsent:)``): the version
+    /// each object it was computed from had (-1: not stored), checked when it commits.
+    var expected: [ObjectKey: Int64]?
 
     /// When set, ``apply(_:in:validate:)`` and ``apply(_:)`` compute and stage their changes
     /// (as ``stage(_:in:validate:)``) and every staged change is written at once before the
@@ -454,8 +458,30 @@ public final class WriteTransaction {
         _ every: [Write],
         finishing pick: (([PendingEvent]) -> [PendingEvent])?
     ) async throws -> (written: Int, recorded: Int) {
-        // One row per object: the last change of a key is its state (one statement cannot
-        // update a row twice). Every change still gets its event.
+        let (statement, rowCount) = try writeStatement(every, finishing: pick)
+        guard rowCount > 0 || !statement.requestIDs.isEmpty || !statement.stamp.isEmpty || !statement.kinds.isEmpty else {
+            return (0, 0)
+        }
+        var counts = (written: 0, recorded: 0)
+        for try await (written, stored) in try await connection.execute(statement, logger: logger) {
+            counts = (Int(written), Int(stored))
+        }
+        guard counts.written == rowCount else {
+            // Another transaction created one of these keys in another partition meanwhile.
+            throw SyncError(.partitionMismatch, "an object of this upload was created in another partition meanwhile")
+        }
+        return counts
+    }
+
+    /// Takes `every` change into the transaction's record (its reads, changes and events) and
+    /// makes the statement that writes them: one row per object (the last change of a key is
+    /// its state: one statement cannot update a row twice), every change with its event. With
+    /// `finishing`, also the queued outcomes, the clock stamp and the events `finishing` picks
+    /// from all of the transaction's. Returns the statement and how many object rows it writes.
+    func writeStatement(
+        _ every: [Write],
+        finishing pick: (([PendingEvent]) -> [PendingEvent])?
+    ) throws -> (statement: WriteStatements.Write, rows: Int) {
         var last: [ObjectKey: Int] = [:]
         for (index, entry) in every.enumerated() { last[entry.change.key] = index }
         var every = every
@@ -482,7 +508,6 @@ public final class WriteTransaction {
         let changed = finishing ? Set(changes.map(\.partition)) : []
         let clock = changed.compactMap { clocks[$0] }.max()
         let stamp = changed.filter { clock != nil && clocks[$0, default: 0] < clock! }.sorted().map(\.description)
-        guard !rows.isEmpty || !queued.isEmpty || !stamp.isEmpty || !recorded.isEmpty else { return (0, 0) }
         if finishing { recordedEvents = recorded.count }
         let none = Array("null".utf8)
         var statement = WriteStatements.Write()
@@ -517,20 +542,12 @@ public final class WriteTransaction {
             statement.depths.append(Int32(clamping: event.depth))
             statement.authors.append(event.author)
         }
-        var counts = (written: 0, recorded: 0)
-        for try await (written, stored) in try await connection.execute(statement, logger: logger) {
-            counts = (Int(written), Int(stored))
-        }
-        guard counts.written == rows.count else {
-            // Another transaction created one of these keys in another partition meanwhile.
-            throw SyncError(.partitionMismatch, "an object of this upload was created in another partition meanwhile")
-        }
-        return counts
+        return (statement, rows.count)
     }
 }
 
 /// A change to write, with the trigger depth and author its event records.
-private struct Write {
+struct Write {
     var partition: Partition
     var version: Int64
     var change: ObjectChange

@@ -101,6 +101,102 @@ BEGIN
 END
 $$;
 
+-- A batch of uploads written whole in one statement that commits on its own (ObjectStore's
+-- optimistic path, WriteTransaction.commitOptimistically): the batch was computed in the
+-- server from a read made without locks (or, for uploads that only put objects, from the
+-- assumption that none of them is stored yet), so this statement locks the partitions, checks
+-- that every object the batch was computed from is still as it was read (`x_versions`: its
+-- version then, -1 when it was not stored), and then writes like psync_write, with the
+-- versions and the Lamport clock its locks gave. When a state changed, a request id has an
+-- outcome already, or an object was created meanwhile in another partition, it raises
+-- PS409 and nothing is written: the server applies the batch again the careful way. Two round
+-- trips per batch (read, then this), or one, instead of BEGIN, lock and read, write, COMMIT.
+--
+-- o_versions, e_versions and stamp/stamp_clock are not read: every object and event takes its
+-- partition's new version; an outcome given as JSON null becomes {"version": <that version>}.
+-- Returns each locked partition with its new version.
+CREATE FUNCTION psync_upload(
+    parts text[], lock_wait_ms integer, x_collections text[], x_ids text[], x_versions bigint[],
+    o_collections text[], o_ids text[], o_partitions text[], o_versions bigint[], o_bodies jsonb[], o_deleted boolean[],
+    q_principals text[], q_request_ids text[], q_partitions text[], q_outcomes jsonb[],
+    stamp text[], stamp_clock bigint,
+    e_kinds text[], e_operations text[], e_collections text[], e_object_ids text[], e_partitions text[], e_versions bigint[],
+    e_user_ids text[], e_before jsonb[], e_after jsonb[], e_changed jsonb[], e_removed jsonb[], e_depths integer[], e_authors text[])
+RETURNS TABLE (r_partition text, r_version bigint)
+LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET jit = off
+AS $$
+DECLARE
+    locked_parts text[];
+    locked_versions bigint[];
+    stamp_at bigint;
+    n bigint;
+BEGIN
+    -- With lock_wait_ms, a lock not granted within it fails the statement (55P03).
+    IF lock_wait_ms IS NOT NULL THEN
+        PERFORM set_config('lock_timeout', lock_wait_ms || 'ms', true);
+    END IF;
+    WITH l AS (
+        INSERT INTO psync_partitions AS p (partition, version, clock)
+        SELECT name, 1, 1 FROM unnest(parts) AS t(name) ORDER BY name
+        ON CONFLICT (partition) DO UPDATE SET version = p.version + 1, clock = p.clock + 1, updated_at = now()
+        RETURNING p.partition, p.version, p.clock)
+    SELECT array_agg(l.partition::text), array_agg(l.version), max(l.clock) INTO locked_parts, locked_versions, stamp_at FROM l;
+    -- A new snapshot, taken after the locks were granted: it sees every commit that preceded
+    -- ours on these partitions.
+    -- (A lookup by primary key per object: a join may be planned as a scan of the table.)
+    SELECT count(*) INTO n
+    FROM unnest(x_collections, x_ids, x_versions) AS x(c, i, v)
+    WHERE (SELECT o.version FROM psync_objects o WHERE o.collection = x.c AND o.id = x.i) IS DISTINCT FROM NULLIF(x.v, -1);
+    IF n > 0 THEN
+        RAISE EXCEPTION 'an object changed since the upload was computed' USING ERRCODE = 'PS409';
+    END IF;
+    IF cardinality(o_ids) > 0 THEN
+        INSERT INTO psync_objects AS o (collection, id, partition, version, body)
+        SELECT t.c, t.i, t.p, l.v, CASE WHEN t.d THEN NULL ELSE t.b END
+        FROM unnest(o_collections, o_ids, o_partitions, o_bodies, o_deleted) AS t(c, i, p, b, d)
+        JOIN unnest(locked_parts, locked_versions) AS l(p, v) ON l.p = t.p
+        ON CONFLICT (collection, id) DO UPDATE
+          SET version = EXCLUDED.version, body = EXCLUDED.body, updated_at = now()
+          WHERE o.partition = EXCLUDED.partition;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        IF n < cardinality(o_ids) THEN
+            RAISE EXCEPTION 'an object of the upload was created in another partition meanwhile' USING ERRCODE = 'PS409';
+        END IF;
+    END IF;
+    IF cardinality(q_request_ids) > 0 THEN
+        INSERT INTO psync_requests (principal, request_id, partition, outcome)
+        SELECT q.principal, q.request_id, q.partition,
+               CASE WHEN q.outcome = 'null'::jsonb THEN jsonb_build_object('version', l.v) ELSE q.outcome END
+        FROM unnest(q_principals, q_request_ids, q_partitions, q_outcomes) AS q(principal, request_id, partition, outcome)
+        LEFT JOIN unnest(locked_parts, locked_versions) AS l(p, v) ON l.p = q.partition
+        ON CONFLICT (principal, request_id) DO NOTHING;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        IF n < cardinality(q_request_ids) THEN
+            RAISE EXCEPTION 'a request id of the batch has an outcome already' USING ERRCODE = 'PS409';
+        END IF;
+    END IF;
+    -- The Lamport clock (as in psync_write): the largest its locks raised, set on all of them.
+    IF cardinality(locked_parts) > 1 THEN
+        UPDATE psync_partitions AS p SET clock = stamp_at WHERE p.partition = ANY(locked_parts) AND p.clock < stamp_at;
+    END IF;
+    IF cardinality(e_kinds) > 0 THEN
+        INSERT INTO psync_events (clock, kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, author, depth)
+        SELECT coalesce(stamp_at, 0), e.kind, e.operation, NULLIF(e.collection, ''), NULLIF(e.object_id, ''), NULLIF(e.partition, ''),
+               l.v, NULLIF(e.user_id, ''), NULLIF(e.before, 'null'::jsonb), NULLIF(e.after, 'null'::jsonb),
+               e.changed, e.removed, e.author, e.depth
+        FROM unnest(e_kinds, e_operations, e_collections, e_object_ids, e_partitions, e_user_ids,
+                    e_before, e_after, e_changed, e_removed, e_depths, e_authors)
+             WITH ORDINALITY AS e(kind, operation, collection, object_id, partition, user_id, before, after, changed, removed, depth, author, ord)
+        LEFT JOIN unnest(locked_parts, locked_versions) AS l(p, v) ON l.p = e.partition
+        ORDER BY e.ord;
+    END IF;
+    RETURN QUERY SELECT * FROM unnest(locked_parts, locked_versions);
+END
+$$;
+
 -- One pass of the event sequencer in one statement (EventLog.sequencePass): lock the
 -- sequencer's row (passes run one at a time across instances), then — in a new snapshot,
 -- which sees every transaction committed before the lock was granted — number the committed,

@@ -1,0 +1,77 @@
+import Foundation
+import PostgresNIO
+import SyncProtocol
+
+extension ObjectStore {
+    /// The first way to apply a batch of uploads (``upload(batch:validators:)``): in two round
+    /// trips, or one, instead of a transaction's four. The objects the uploads touch are read
+    /// without locks — or not read at all when the uploads only put objects, which are then
+    /// taken to be new, as they usually are — the uploads are computed and validated on top
+    /// of that, and one statement that commits on its own locks the partitions, checks that
+    /// every object is still as it was taken to be, and writes the changes, the outcomes and
+    /// the events (``WriteTransaction/commitOptimistically(lockTimeout:)``).
+    ///
+    /// Returns `nil` when that cannot decide alone (an object changed meanwhile or was not
+    /// new, a request id repeats or has an outcome already, a lock was not granted in time):
+    /// nothing was written, and the batch is applied again the careful way. A batch whose
+    /// uploads were all refused writes only their outcomes and locks nothing.
+    func optimisticBatch(
+        _ batch: [(upload: Upload, validate: Validator?)], epoch: UUID
+    ) async throws -> [Result<UploadResult, SyncError>]? {
+        guard configuration.optimisticUploads else { return nil }
+        let requests = batch.compactMap { entry in entry.upload.requestId.map { "\(entry.upload.principal)\u{0}\($0)" } }
+        guard Set(requests).count == requests.count else { return nil }
+        let operations = batch.flatMap(\.upload.operations)
+        let onlyPuts = operations.allSatisfy {
+            if case .put = $0 { return true }
+            return false
+        }
+        do {
+            return try await client.withConnection { connection in
+                let transaction = WriteTransaction(connection: connection, store: self, author: batch[0].upload.principal, depth: 0)
+                try await transaction.readOptimistically(
+                    Array(Set(batch.map(\.upload.partition))), OperationApplier.keys(of: operations), assumingAbsent: onlyPuts)
+                var outcomes: [Result<[ObjectChange], SyncError>] = []
+                var accepted: Set<Partition> = []
+                for (upload, validate) in batch {
+                    do throws(SyncError) {
+                        try Self.checkRequestID(upload.requestId)
+                    } catch {
+                        outcomes.append(.failure(error))
+                        continue
+                    }
+                    transaction.author = upload.principal
+                    do {
+                        let changes = try await transaction.stage(upload.operations, in: upload.partition) { changes, transaction in
+                            try await validate?(changes, transaction)
+                        }
+                        // JSON null: the statement stores the partition's new version.
+                        if let requestId = upload.requestId { transaction.recordOutcome(.null, of: upload, requestId: requestId) }
+                        accepted.insert(upload.partition)
+                        outcomes.append(.success(changes))
+                    } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
+                        if let requestId = upload.requestId {
+                            transaction.recordOutcome(
+                                ["code": .string(error.code.rawValue), "message": .string(error.message)], of: upload, requestId: requestId)
+                        }
+                        outcomes.append(.failure(error))
+                    }
+                }
+                // Only the partitions of accepted uploads are locked and get a new version.
+                transaction.versions = transaction.versions.filter { accepted.contains($0.key) }
+                try await transaction.commitOptimistically(lockTimeout: accepted.count > 1 ? Self.batchLockTimeout : nil)
+                committed(transaction)
+                return zip(batch, outcomes).map { entry, outcome in
+                    outcome.map { changes in
+                        let version = transaction.versions[entry.upload.partition]!
+                        return UploadResult(
+                            partition: entry.upload.partition, version: version,
+                            cursor: CursorPosition(epoch: epoch, version: version).cursor, changes: changes, isReplay: false)
+                    }
+                }
+            }
+        } catch is OptimisticConflict {
+            return nil
+        }
+    }
+}
