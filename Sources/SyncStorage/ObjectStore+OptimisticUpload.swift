@@ -6,15 +6,16 @@ extension ObjectStore {
     /// The first way to apply a batch of uploads (``upload(batch:validators:)``): in two round
     /// trips, or one, instead of a transaction's four. The objects the uploads touch are read
     /// without locks — or not read at all when the uploads only put objects, which are then
-    /// taken to be new, as they usually are — the uploads are computed and validated on top
-    /// of that, and one statement that commits on its own locks the partitions, checks that
-    /// every object is still as it was taken to be, and writes the changes, the outcomes and
-    /// the events (``WriteTransaction/commitOptimistically(lockTimeout:)``).
+    /// taken to be new, as they usually are (``NewObjectGuess``) — the uploads are computed and
+    /// validated on top of that, and one statement that commits on its own locks the
+    /// partitions, checks that every object is still as it was taken to be, and writes the
+    /// changes, the outcomes and the events (``WriteTransaction/commitOptimistically(lockTimeout:)``).
+    /// A wrong guess is followed by one attempt that reads.
     ///
-    /// Returns `nil` when that cannot decide alone (an object changed meanwhile or was not
-    /// new, a request id repeats or has an outcome already, a lock was not granted in time):
-    /// nothing was written, and the batch is applied again the careful way. A batch whose
-    /// uploads were all refused writes only their outcomes and locks nothing.
+    /// Returns `nil` when that cannot decide alone (an object changed meanwhile, a request id
+    /// repeats or has an outcome already, a lock was not granted in time): nothing was
+    /// written, and the batch is applied again the careful way. A batch whose uploads were all
+    /// refused writes only their outcomes and locks nothing.
     func optimisticBatch(
         _ batch: [(upload: Upload, validate: Validator?)], epoch: UUID
     ) async throws -> [Result<UploadResult, SyncError>]? {
@@ -26,11 +27,23 @@ extension ObjectStore {
             if case .put = $0 { return true }
             return false
         }
+        let collections = Set(operations.map(\.key.collection))
+        if onlyPuts, newObjectGuess.guess(collections) {
+            if let results = try await optimisticAttempt(batch, operations, epoch: epoch, assumingAbsent: true) { return results }
+            newObjectGuess.failed(collections)
+        }
+        return try await optimisticAttempt(batch, operations, epoch: epoch, assumingAbsent: false)
+    }
+
+    /// One optimistic attempt; `nil` when its commit found a conflict.
+    private func optimisticAttempt(
+        _ batch: [(upload: Upload, validate: Validator?)], _ operations: [SyncOperation], epoch: UUID, assumingAbsent: Bool
+    ) async throws -> [Result<UploadResult, SyncError>]? {
         do {
             return try await client.withConnection { connection in
                 let transaction = WriteTransaction(connection: connection, store: self, author: batch[0].upload.principal, depth: 0)
                 try await transaction.readOptimistically(
-                    Array(Set(batch.map(\.upload.partition))), OperationApplier.keys(of: operations), assumingAbsent: onlyPuts)
+                    Array(Set(batch.map(\.upload.partition))), OperationApplier.keys(of: operations), assumingAbsent: assumingAbsent)
                 var outcomes: [Result<[ObjectChange], SyncError>] = []
                 var accepted: Set<Partition> = []
                 for (upload, validate) in batch {

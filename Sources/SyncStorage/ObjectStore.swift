@@ -24,6 +24,8 @@ public final class ObjectStore: Sendable {
     private let interest = Mutex(EventInterest.all)
     private let announcing = Mutex(true)
     private let observers = Mutex<[@Sendable (Commit) -> Void]>([])
+    /// Where the optimistic path guesses that put objects are new.
+    let newObjectGuess = NewObjectGuess()
 
     public init(client: PostgresClient, configuration: StorageConfiguration = .init(), logger: Logger) {
         self.client = client

@@ -77,6 +77,14 @@ final class BenchEnvironment: Sendable {
             ],
             executable: options.psync ?? executableNextToThisOne("psync"))
         progress("starting \(server.executablePath) on port \(server.port) (log: \(server.logPath))")
+        let cluster = embedded
+        let keep = options.keep != nil
+        let interruption = Interruption { [server] in
+            if let pid = server.processIdentifier { kill(pid, SIGKILL) }
+            cluster?.stopNow()
+            if !keep { try? FileManager.default.removeItem(atPath: folder) }
+        }
+        defer { interruption.cancel() }
         try await server.start(timeout: .seconds(60))
         let environment = BenchEnvironment(
             database: database, client: client, server: server,

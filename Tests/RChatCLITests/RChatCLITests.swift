@@ -1,4 +1,5 @@
 import Foundation
+import PostgresNIO
 import SyncTesting
 import Testing
 
@@ -13,82 +14,112 @@ struct RChatCLITests {
         try await TestDatabase.with(exclusive: true) { db in
             let server = try ServerProcess(database: db.url)
             try await server.start()
-            defer { Task { await server.stop() } }
-            let ann = RChatCLI(email: "ann@example.com", server: server.baseURL, root: root)
-            let bob = RChatCLI(email: "bob@example.com", server: server.baseURL, root: root)
-            let carol = RChatCLI(email: "carol@example.com", server: server.baseURL, root: root)
+            // A failure stops the server before its database is dropped (a server left
+            // running would outlive the test process).
+            do {
+                let ann = RChatCLI(email: "ann@example.com", server: server.baseURL, root: root)
+                let bob = RChatCLI(email: "bob@example.com", server: server.baseURL, root: root)
+                let carol = RChatCLI(email: "carol@example.com", server: server.baseURL, root: root)
 
-            for user in [ann, bob, carol] {
-                let output = try await user.ok(["register", "--email", user.email, "--password", "correct horse battery"])
-                #expect(output.contains("Registered \(user.email)"))
+                for user in [ann, bob, carol] {
+                    let output = try await user.ok(["register", "--email", user.email, "--password", "correct horse battery"])
+                    #expect(output.contains("Registered \(user.email)"))
+                }
+                // Logging in again works with the same password, not with another.
+                #expect(try await bob.ok(["login", "--email", bob.email, "--password", "correct horse battery"]).contains("Signed in"))
+                let wrong = try await bob.run(["login", "--email", bob.email, "--password", "wrong password"])
+                #expect(wrong.status != 0)
+                #expect(wrong.output.contains("invalid_credentials"))
+
+                #expect(try await ann.ok(["rooms"]).contains("No rooms yet"))
+                #expect(try await ann.ok(["create", "Team", bob.email, carol.email]).contains("Created Team"))
+                // The membership trigger puts the room into the members' records.
+                for user in [bob, carol] {
+                    let rooms = try await user.eventually(["rooms"], contains: "Team")
+                    #expect(rooms.contains("unread 0"))
+                    #expect(rooms.contains(ann.email))
+                }
+
+                // Bob watches the room live while Ann writes.
+                let watch = try bob.start(["watch", "Team", "--seconds", "120"])
+                try await watch.waitFor("Watching as \(bob.email)")
+                try await watch.waitFor("Team: 0 unread")
+                #expect(try await ann.ok(["send", "Team", "hello from ann"]).contains("Sent to Team"))
+                try await watch.waitFor("\(ann.email): hello from ann")
+                do {
+                    try await watch.waitFor("Team: 1 unread")
+                } catch {
+                    print(try await Self.diagnosis(db))
+                    throw error
+                }
+
+                // Carol sees the unread count, reads, and the count goes back to zero.
+                _ = try await carol.eventually(["rooms"], contains: "unread 1")
+                // Carol's commands bring her on line for a moment: Bob's live view shows it.
+                try await watch.waitFor("\(carol.email) is On-Line")
+                let read = try await carol.ok(["read", "Team"])
+                #expect(read.contains("Team: 1 message(s)"))
+                #expect(read.contains("\(ann.email): hello from ann"))
+                _ = try await carol.eventually(["rooms"], contains: "unread 0")
+
+                // A photo and a location arrive with the message.
+                let photo = root + "/photo.bin"
+                try Data((0..<5_000).map { UInt8($0 % 251) }).write(to: URL(fileURLWithPath: photo))
+                try await ann.ok(["send", "Team", "look", "--photo", photo, "--location", "48.85,2.35"])
+                try await watch.waitFor("\(ann.email): look (photo 4 kB) (at 48.85,2.35)")
+                try await watch.waitFor("Team: 2 unread")
+
+                // While the server is down, Carol's message is queued; it is delivered once the
+                // server is back, by the next command she runs.
+                await server.kill()
+                let queued = try await carol.ok(["send", "Team", "sent while the server was down"], wait: 1)
+                #expect(queued.contains("queued"))
+                #expect(!queued.contains("Sent to"))
+                try await server.start()
+                await watch.stop()  // its connection went with the server; a new watch follows
+                let afterwards = try await carol.ok(["rooms"])
+                #expect(!afterwards.contains("queued"))
+                let messages = try await bob.eventually(["read", "Team"], contains: "sent while the server was down")
+                #expect(messages.components(separatedBy: "sent while the server was down").count == 2)  // exactly once
+                #expect(messages.contains("Team: 3 message(s)"))
+                _ = try await bob.eventually(["rooms"], contains: "unread 0")
+                // As in RChat, every member's count rises, the author's too: Ann has read none of the three.
+                _ = try await ann.eventually(["rooms"], contains: "unread 3")
+
+                // A display name set in the profile reaches the public Chatster.
+                #expect(try await ann.ok(["profile", "--display-name", "Ann A."]).contains("Profile updated"))
+                // (the Chatster trigger copies it; members' room lists show it)
+                _ = try await bob.eventually(["rooms"], contains: "Ann A. <\(ann.email)>")
+
+                // Logged out, commands ask to log in.
+                try await carol.ok(["logout"])
+                let refused = try await carol.run(["rooms"])
+                #expect(refused.status != 0)
+                #expect(refused.output.contains("not signed in"))
+            } catch {
+                await server.kill()
+                throw error
             }
-            // Logging in again works with the same password, not with another.
-            #expect(try await bob.ok(["login", "--email", bob.email, "--password", "correct horse battery"]).contains("Signed in"))
-            let wrong = try await bob.run(["login", "--email", bob.email, "--password", "wrong password"])
-            #expect(wrong.status != 0)
-            #expect(wrong.output.contains("invalid_credentials"))
-
-            #expect(try await ann.ok(["rooms"]).contains("No rooms yet"))
-            #expect(try await ann.ok(["create", "Team", bob.email, carol.email]).contains("Created Team"))
-            // The membership trigger puts the room into the members' records.
-            for user in [bob, carol] {
-                let rooms = try await user.eventually(["rooms"], contains: "Team")
-                #expect(rooms.contains("unread 0"))
-                #expect(rooms.contains(ann.email))
-            }
-
-            // Bob watches the room live while Ann writes.
-            let watch = try bob.start(["watch", "Team", "--seconds", "120"])
-            try await watch.waitFor("Watching as \(bob.email)")
-            try await watch.waitFor("Team: 0 unread")
-            #expect(try await ann.ok(["send", "Team", "hello from ann"]).contains("Sent to Team"))
-            try await watch.waitFor("\(ann.email): hello from ann")
-            try await watch.waitFor("Team: 1 unread")
-
-            // Carol sees the unread count, reads, and the count goes back to zero.
-            _ = try await carol.eventually(["rooms"], contains: "unread 1")
-            // Carol's commands bring her on line for a moment: Bob's live view shows it.
-            try await watch.waitFor("\(carol.email) is On-Line")
-            let read = try await carol.ok(["read", "Team"])
-            #expect(read.contains("Team: 1 message(s)"))
-            #expect(read.contains("\(ann.email): hello from ann"))
-            _ = try await carol.eventually(["rooms"], contains: "unread 0")
-
-            // A photo and a location arrive with the message.
-            let photo = root + "/photo.bin"
-            try Data((0..<5_000).map { UInt8($0 % 251) }).write(to: URL(fileURLWithPath: photo))
-            try await ann.ok(["send", "Team", "look", "--photo", photo, "--location", "48.85,2.35"])
-            try await watch.waitFor("\(ann.email): look (photo 4 kB) (at 48.85,2.35)")
-            try await watch.waitFor("Team: 2 unread")
-
-            // While the server is down, Carol's message is queued; it is delivered once the
-            // server is back, by the next command she runs.
-            await server.kill()
-            let queued = try await carol.ok(["send", "Team", "sent while the server was down"], wait: 1)
-            #expect(queued.contains("queued"))
-            #expect(!queued.contains("Sent to"))
-            try await server.start()
-            await watch.stop()  // its connection went with the server; a new watch follows
-            let afterwards = try await carol.ok(["rooms"])
-            #expect(!afterwards.contains("queued"))
-            let messages = try await bob.eventually(["read", "Team"], contains: "sent while the server was down")
-            #expect(messages.components(separatedBy: "sent while the server was down").count == 2)  // exactly once
-            #expect(messages.contains("Team: 3 message(s)"))
-            _ = try await bob.eventually(["rooms"], contains: "unread 0")
-            // As in RChat, every member's count rises, the author's too: Ann has read none of the three.
-            _ = try await ann.eventually(["rooms"], contains: "unread 3")
-
-            // A display name set in the profile reaches the public Chatster.
-            #expect(try await ann.ok(["profile", "--display-name", "Ann A."]).contains("Profile updated"))
-            // (the Chatster trigger copies it; members' room lists show it)
-            _ = try await bob.eventually(["rooms"], contains: "Ann A. <\(ann.email)>")
-
-            // Logged out, commands ask to log in.
-            try await carol.ok(["logout"])
-            let refused = try await carol.run(["rooms"])
-            #expect(refused.status != 0)
-            #expect(refused.output.contains("not signed in"))
             await server.stop()
         }
+    }
+
+    /// The database's side of a failure: User records, ChatMessage events, triggers.
+    static func diagnosis(_ db: TestDatabase) async throws -> String {
+        var lines: [String] = ["--- diagnosis"]
+        let queries = [
+            "SELECT 'user ' || id || ' v' || version || ' ' || coalesce(body->'conversations'::text, '') FROM psync_objects WHERE collection = 'User' ORDER BY id",
+            "SELECT 'event ' || coalesce(seq::text, 'unnumbered') || ' ' || kind || ' ' || operation || ' ' || coalesce(collection, '') || ' ' || coalesce(partition, '') || ' clock ' || clock || ' ' || created_at::text FROM psync_events ORDER BY id",
+            "SELECT 'trigger ' || name || ' at ' || position || ' holder ' || coalesce(lease_holder, '-') || ' until ' || coalesce(lease_expires::text, '-') FROM psync_triggers ORDER BY name",
+            "SELECT 'sequencer ' || last_seq FROM psync_sequencer",
+            "SELECT 'dead letter ' || trigger || ' ' || seq || ' ' || error FROM psync_dead_letters",
+            "SELECT 'partition ' || partition || ' v' || version || ' clock ' || clock FROM psync_partitions ORDER BY partition",
+        ]
+        for query in queries {
+            for try await line in try await db.client.query(PostgresQuery(unsafeSQL: query), logger: db.logger).decode(String.self) {
+                lines.append(line)
+            }
+        }
+        return lines.joined(separator: "\n")
     }
 }

@@ -65,7 +65,11 @@ struct ClusterTests {
                     guard case .changes(let batch) = try await client.next() else { Issue.record("no change"); return }
                     #expect(batch.objects.map(\.key) == [key("Note", "x")])
                 }
-                #expect(server.server.metrics.feedReadCount - readsBefore == 1)
+                // One read for the eight subscribers: or two, when the once-a-second poll of the
+                // followed partitions' versions notices the commit while its notification is
+                // being handled. Never one per subscriber.
+                let reads = server.server.metrics.feedReadCount - readsBefore
+                #expect(reads >= 1 && reads <= 2, "\(reads) feed reads")
                 let counts = server.server.hubCounts
                 #expect(counts.feeds == 1)
                 #expect(counts.members == 8)
