@@ -225,7 +225,7 @@ let package = Package(
         // Runs the `rchat` executable (built with the tests) as separate processes.
         .testTarget(
             name: "RChatCLITests",
-            dependencies: ["SyncTesting", .product(name: "PostgresNIO", package: "postgres-nio")],
+            dependencies: ["SyncTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -44,32 +44,12 @@ extension ObjectStore {
                 let transaction = WriteTransaction(connection: connection, store: self, author: batch[0].upload.principal, depth: 0)
                 try await transaction.readOptimistically(
                     Array(Set(batch.map(\.upload.partition))), OperationApplier.keys(of: operations), assumingAbsent: assumingAbsent)
-                var outcomes: [Result<[ObjectChange], SyncError>] = []
-                var accepted: Set<Partition> = []
-                for (upload, validate) in batch {
-                    do throws(SyncError) {
-                        try Self.checkRequestID(upload.requestId)
-                    } catch {
-                        outcomes.append(.failure(error))
-                        continue
-                    }
-                    transaction.author = upload.principal
-                    do {
-                        let changes = try await transaction.stage(upload.operations, in: upload.partition) { changes, transaction in
-                            try await validate?(changes, transaction)
-                        }
-                        // JSON null: the statement stores the partition's new version.
-                        if let requestId = upload.requestId { transaction.recordOutcome(.null, of: upload, requestId: requestId) }
-                        accepted.insert(upload.partition)
-                        outcomes.append(.success(changes))
-                    } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
-                        if let requestId = upload.requestId {
-                            transaction.recordOutcome(
-                                ["code": .string(error.code.rawValue), "message": .string(error.message)], of: upload, requestId: requestId)
-                        }
-                        outcomes.append(.failure(error))
-                    }
-                }
+                // JSON null: the statement stores the partition's new version.
+                let outcomes = try await transaction.stage(batch) { _ in .null }
+                let accepted = Set(zip(batch, outcomes).compactMap { entry, outcome in
+                    if case .success = outcome { return entry.upload.partition }
+                    return nil
+                })
                 // Only the partitions of accepted uploads are locked and get a new version.
                 transaction.versions = transaction.versions.filter { accepted.contains($0.key) }
                 try await transaction.commitOptimistically(lockTimeout: accepted.count > 1 ? Self.batchLockTimeout : nil)

@@ -97,32 +97,16 @@ extension ObjectStore {
                 try await transaction.lockAndLoad(
                     partitions, OperationApplier.keys(of: batch.flatMap(\.upload.operations)),
                     lockTimeout: partitions.count > 1 ? Self.batchLockTimeout : nil)
-                var steps: [BatchStep] = []
-                for (upload, validate) in batch {
-                    do throws(SyncError) {
-                        try Self.checkRequestID(upload.requestId)
-                    } catch {
-                        steps.append(.refused(error))
-                        continue
-                    }
-                    transaction.author = upload.principal
-                    let version = transaction.versions[upload.partition]!
-                    do {
-                        let changes = try await transaction.stage(upload.operations, in: upload.partition) { changes, transaction in
-                            try await validate?(changes, transaction)
-                        }
-                        if let requestId = upload.requestId {
-                            transaction.recordOutcome(["version": .int(version)], of: upload, requestId: requestId)
-                        }
-                        steps.append(.applied(UploadResult(
-                            partition: upload.partition, version: version, cursor: CursorPosition(epoch: epoch, version: version).cursor,
-                            changes: changes, isReplay: false)))
-                    } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
-                        if let requestId = upload.requestId {
-                            transaction.recordOutcome(
-                                ["code": .string(error.code.rawValue), "message": .string(error.message)], of: upload, requestId: requestId)
-                        }
-                        steps.append(.refused(error))
+                let staged = try await transaction.stage(batch) { upload in ["version": .int(transaction.versions[upload.partition]!)] }
+                let steps: [BatchStep] = zip(batch, staged).map { entry, outcome in
+                    switch outcome {
+                    case .success(let changes):
+                        let version = transaction.versions[entry.upload.partition]!
+                        return .applied(UploadResult(
+                            partition: entry.upload.partition, version: version,
+                            cursor: CursorPosition(epoch: epoch, version: version).cursor, changes: changes, isReplay: false))
+                    case .failure(let error):
+                        return .refused(error)
                     }
                 }
                 // The staged changes, the outcomes and the events are written at commit.

@@ -1,5 +1,4 @@
 import Foundation
-import PostgresNIO
 import SyncTesting
 import Testing
 
@@ -49,7 +48,7 @@ struct RChatCLITests {
                 do {
                     try await watch.waitFor("Team: 1 unread")
                 } catch {
-                    print(try await Self.diagnosis(db))
+                    print(try await db.diagnosis(collection: "User", field: "conversations"))
                     throw error
                 }
 
@@ -102,24 +101,5 @@ struct RChatCLITests {
             }
             await server.stop()
         }
-    }
-
-    /// The database's side of a failure: User records, ChatMessage events, triggers.
-    static func diagnosis(_ db: TestDatabase) async throws -> String {
-        var lines: [String] = ["--- diagnosis"]
-        let queries = [
-            "SELECT 'user ' || id || ' v' || version || ' ' || coalesce(body->'conversations'::text, '') FROM psync_objects WHERE collection = 'User' ORDER BY id",
-            "SELECT 'event ' || coalesce(seq::text, 'unnumbered') || ' ' || kind || ' ' || operation || ' ' || coalesce(collection, '') || ' ' || coalesce(partition, '') || ' clock ' || clock || ' ' || created_at::text FROM psync_events ORDER BY id",
-            "SELECT 'trigger ' || name || ' at ' || position || ' holder ' || coalesce(lease_holder, '-') || ' until ' || coalesce(lease_expires::text, '-') FROM psync_triggers ORDER BY name",
-            "SELECT 'sequencer ' || last_seq FROM psync_sequencer",
-            "SELECT 'dead letter ' || trigger || ' ' || seq || ' ' || error FROM psync_dead_letters",
-            "SELECT 'partition ' || partition || ' v' || version || ' clock ' || clock FROM psync_partitions ORDER BY partition",
-        ]
-        for query in queries {
-            for try await line in try await db.client.query(PostgresQuery(unsafeSQL: query), logger: db.logger).decode(String.self) {
-                lines.append(line)
-            }
-        }
-        return lines.joined(separator: "\n")
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import PostgresNIO
 import RChat
 import SyncProtocol
 import SyncServer
@@ -48,7 +47,7 @@ struct UnreadDeliveryTests {
                             $0.unreadCount(user: bob.userID, conversation: room) == 1
                         }
                     } catch {
-                        Issue.record("room \(n): the count never arrived (\(bobCopy.unreadCount(user: bob.userID, conversation: room).map(String.init) ?? "none"))\n\(try await Self.diagnosis(db))")
+                        Issue.record("room \(n): the count never arrived (\(bobCopy.unreadCount(user: bob.userID, conversation: room).map(String.init) ?? "none"))\n\(try await db.diagnosis(collection: "User", field: "conversations"))")
                         return
                     }
                 }
@@ -56,24 +55,5 @@ struct UnreadDeliveryTests {
                 await bobApp.close()
             }
         }
-    }
-
-    /// The database's side of a failure: User records, ChatMessage events, triggers.
-    static func diagnosis(_ db: TestDatabase) async throws -> String {
-        var lines: [String] = []
-        let queries = [
-            "SELECT 'user ' || id || ' v' || version || ' ' || coalesce((body->'conversations')::text, '') FROM psync_objects WHERE collection = 'User' ORDER BY id",
-            "SELECT 'event ' || coalesce(seq::text, 'unnumbered') || ' ' || kind || ' ' || operation || ' ' || coalesce(collection, '') || ' ' || coalesce(partition, '') || ' v' || coalesce(version::text, '-') || ' clock ' || clock || ' xid ' || xid::text FROM psync_events ORDER BY id DESC LIMIT 40",
-            "SELECT 'trigger ' || name || ' at ' || position || ' holder ' || coalesce(lease_holder, '-') FROM psync_triggers ORDER BY name",
-            "SELECT 'sequencer ' || last_seq FROM psync_sequencer",
-            "SELECT 'dead letter ' || trigger || ' ' || seq || ' ' || error FROM psync_dead_letters",
-            "SELECT 'partition ' || partition || ' v' || version || ' clock ' || clock FROM psync_partitions ORDER BY partition",
-        ]
-        for query in queries {
-            for try await line in try await db.client.query(PostgresQuery(unsafeSQL: query), logger: db.logger).decode(String.self) {
-                lines.append(line)
-            }
-        }
-        return lines.joined(separator: "\n")
     }
 }

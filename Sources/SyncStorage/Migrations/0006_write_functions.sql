@@ -131,8 +131,11 @@ AS $$
 DECLARE
     locked_parts text[];
     locked_versions bigint[];
+    locked_clocks bigint[];
     stamp_at bigint;
     n bigint;
+    written bigint;
+    recorded bigint;
 BEGIN
     -- With lock_wait_ms, a lock not granted within it fails the statement (55P03).
     IF lock_wait_ms IS NOT NULL THEN
@@ -143,7 +146,8 @@ BEGIN
         SELECT name, 1, 1 FROM unnest(parts) AS t(name) ORDER BY name
         ON CONFLICT (partition) DO UPDATE SET version = p.version + 1, clock = p.clock + 1, updated_at = now()
         RETURNING p.partition, p.version, p.clock)
-    SELECT array_agg(l.partition::text), array_agg(l.version), max(l.clock) INTO locked_parts, locked_versions, stamp_at FROM l;
+    SELECT array_agg(l.partition::text), array_agg(l.version), array_agg(l.clock), max(l.clock)
+    INTO locked_parts, locked_versions, locked_clocks, stamp_at FROM l;
     -- A new snapshot, taken after the locks were granted: it sees every commit that preceded
     -- ours on these partitions.
     -- (A lookup by primary key per object: a join may be planned as a scan of the table.)
@@ -153,45 +157,28 @@ BEGIN
     IF n > 0 THEN
         RAISE EXCEPTION 'an object changed since the upload was computed' USING ERRCODE = 'PS409';
     END IF;
-    IF cardinality(o_ids) > 0 THEN
-        INSERT INTO psync_objects AS o (collection, id, partition, version, body)
-        SELECT t.c, t.i, t.p, l.v, CASE WHEN t.d THEN NULL ELSE t.b END
-        FROM unnest(o_collections, o_ids, o_partitions, o_bodies, o_deleted) AS t(c, i, p, b, d)
-        JOIN unnest(locked_parts, locked_versions) AS l(p, v) ON l.p = t.p
-        ON CONFLICT (collection, id) DO UPDATE
-          SET version = EXCLUDED.version, body = EXCLUDED.body, updated_at = now()
-          WHERE o.partition = EXCLUDED.partition;
-        GET DIAGNOSTICS n = ROW_COUNT;
-        IF n < cardinality(o_ids) THEN
-            RAISE EXCEPTION 'an object of the upload was created in another partition meanwhile' USING ERRCODE = 'PS409';
-        END IF;
+    -- Then psync_write, given what it takes from the server in the locking transaction —
+    -- each object's and event's version, an accepted upload's outcome, the partitions to
+    -- stamp and the clock — from the locks just taken.
+    SELECT * INTO written, recorded FROM psync_write(
+        o_collections, o_ids, o_partitions,
+        ARRAY(SELECT l.v FROM unnest(o_partitions) WITH ORDINALITY AS t(p, ord)
+              JOIN unnest(locked_parts, locked_versions) AS l(p, v) ON l.p = t.p ORDER BY t.ord),
+        o_bodies, o_deleted,
+        q_principals, q_request_ids, q_partitions,
+        ARRAY(SELECT CASE WHEN q.o = 'null'::jsonb THEN jsonb_build_object('version', l.v) ELSE q.o END
+              FROM unnest(q_partitions, q_outcomes) WITH ORDINALITY AS q(p, o, ord)
+              LEFT JOIN unnest(locked_parts, locked_versions) AS l(p, v) ON l.p = q.p ORDER BY q.ord),
+        ARRAY(SELECT l.p FROM unnest(locked_parts, locked_clocks) AS l(p, c) WHERE l.c < stamp_at), stamp_at,
+        e_kinds, e_operations, e_collections, e_object_ids, e_partitions,
+        ARRAY(SELECT coalesce(l.v, -1) FROM unnest(e_partitions) WITH ORDINALITY AS e(p, ord)
+              LEFT JOIN unnest(locked_parts, locked_versions) AS l(p, v) ON l.p = e.p ORDER BY e.ord),
+        e_user_ids, e_before, e_after, e_changed, e_removed, e_depths, e_authors);
+    IF written < cardinality(o_ids) THEN
+        RAISE EXCEPTION 'an object of the upload was created in another partition meanwhile' USING ERRCODE = 'PS409';
     END IF;
-    IF cardinality(q_request_ids) > 0 THEN
-        INSERT INTO psync_requests (principal, request_id, partition, outcome)
-        SELECT q.principal, q.request_id, q.partition,
-               CASE WHEN q.outcome = 'null'::jsonb THEN jsonb_build_object('version', l.v) ELSE q.outcome END
-        FROM unnest(q_principals, q_request_ids, q_partitions, q_outcomes) AS q(principal, request_id, partition, outcome)
-        LEFT JOIN unnest(locked_parts, locked_versions) AS l(p, v) ON l.p = q.partition
-        ON CONFLICT (principal, request_id) DO NOTHING;
-        GET DIAGNOSTICS n = ROW_COUNT;
-        IF n < cardinality(q_request_ids) THEN
-            RAISE EXCEPTION 'a request id of the batch has an outcome already' USING ERRCODE = 'PS409';
-        END IF;
-    END IF;
-    -- The Lamport clock (as in psync_write): the largest its locks raised, set on all of them.
-    IF cardinality(locked_parts) > 1 THEN
-        UPDATE psync_partitions AS p SET clock = stamp_at WHERE p.partition = ANY(locked_parts) AND p.clock < stamp_at;
-    END IF;
-    IF cardinality(e_kinds) > 0 THEN
-        INSERT INTO psync_events (clock, kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, author, depth)
-        SELECT coalesce(stamp_at, 0), e.kind, e.operation, NULLIF(e.collection, ''), NULLIF(e.object_id, ''), NULLIF(e.partition, ''),
-               l.v, NULLIF(e.user_id, ''), NULLIF(e.before, 'null'::jsonb), NULLIF(e.after, 'null'::jsonb),
-               e.changed, e.removed, e.author, e.depth
-        FROM unnest(e_kinds, e_operations, e_collections, e_object_ids, e_partitions, e_user_ids,
-                    e_before, e_after, e_changed, e_removed, e_depths, e_authors)
-             WITH ORDINALITY AS e(kind, operation, collection, object_id, partition, user_id, before, after, changed, removed, depth, author, ord)
-        LEFT JOIN unnest(locked_parts, locked_versions) AS l(p, v) ON l.p = e.partition
-        ORDER BY e.ord;
+    IF recorded < cardinality(q_request_ids) THEN
+        RAISE EXCEPTION 'a request id of the batch has an outcome already' USING ERRCODE = 'PS409';
     END IF;
     RETURN QUERY SELECT * FROM unnest(locked_parts, locked_versions);
 END
