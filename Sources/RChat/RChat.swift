@@ -29,7 +29,7 @@ public enum RChat {
             triggers: RChatTriggers.all,
             indexes: [
                 try! .field(collection: User.collection, path: "userName"),
-                try! .arrayContains(collection: User.collection, path: "conversations"),
+                try! .arrayElements(collection: User.collection, path: "conversations", field: "id"),
             ])
     }
 }

@@ -64,7 +64,7 @@ public enum RChatTriggers {
         for (conversation, count) in newMessages.sorted(by: { $0.key < $1.key }) {
             // Only where the members' records are: the increments read each record once, after
             // its partition is locked.
-            let members = try await context.keys(of: User.collection, whereArray: "conversations", contains: ["id": .string(conversation)])
+            let members = try await context.keys(of: User.collection, whereArray: "conversations", field: "id", is: .string(conversation))
             let path = try Path(parsing: "conversations[id=\(conversation)].unreadCount")
             for member in members {
                 operations[member.partition, default: []].append(.increment(member.key, path: path, by: .int(count)))

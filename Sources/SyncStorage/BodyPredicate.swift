@@ -10,6 +10,11 @@ struct BodyPredicate: Hashable, Sendable {
         case field(Set<String>)
         /// `(body #> path) @> [element]`
         case arrayContains(JSONValue)
+        /// `jsonb_path_query_array(body, '$.path[*].field') @> [value]`, in jsonpath's lax
+        /// mode: an accessor applied to an array applies to its elements (one level), `[*]` of
+        /// a value that is not an array is the value itself, and what is missing yields
+        /// nothing.
+        case elementField(String, JSONValue)
     }
 
     /// Field names from the body's top level.
@@ -22,6 +27,15 @@ struct BodyPredicate: Hashable, Sendable {
     }
 
     func matches(_ body: [String: JSONValue]) -> Bool {
+        if case .elementField(let field, let wanted) = condition {
+            var items: [JSONValue] = [.object(body)]
+            for step in path { items = Self.member(step, of: items) }
+            items = items.flatMap { item -> [JSONValue] in
+                if case .array(let elements) = item { return elements }
+                return [item]
+            }
+            return Self.contains(.array(Self.member(field, of: items)), .array([wanted]))
+        }
         var value = JSONValue.object(body)
         for field in path {
             guard let next = value.objectValue?[field] else { return false }
@@ -32,6 +46,19 @@ struct BodyPredicate: Hashable, Sendable {
             return Self.text(of: value).map(values.contains) ?? false
         case .arrayContains(let element):
             return value.arrayValue?.contains { Self.contains($0, element) } ?? false
+        case .elementField:
+            return false  // answered above
+        }
+    }
+
+    /// A lax jsonpath member accessor (`.field`) applied to each of `items`.
+    static func member(_ field: String, of items: [JSONValue]) -> [JSONValue] {
+        items.flatMap { item -> [JSONValue] in
+            switch item {
+            case .object(let fields): return fields[field].map { [$0] } ?? []
+            case .array(let elements): return elements.compactMap { $0.objectValue?[field] }
+            default: return []
+            }
         }
     }
 

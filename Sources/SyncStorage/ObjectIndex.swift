@@ -4,12 +4,15 @@ import PostgresNIO
 import SyncProtocol
 
 /// An index an application declares on object bodies, for the searches of its triggers and
-/// rules (``WriteTransaction/find(_:where:in:)``, ``WriteTransaction/find(_:whereArray:contains:)``).
-/// Created at server start if missing.
+/// rules (``WriteTransaction/find(_:where:in:)``, ``WriteTransaction/find(_:whereArray:field:is:)``,
+/// ``WriteTransaction/find(_:whereArray:contains:)``). Created at server start if missing;
+/// indexes named `psync_ix_…` that no longer are declared are dropped then.
 public struct ObjectIndex: Sendable, Hashable {
     enum Kind: Hashable {
         case field
         case arrayContains
+        /// The values of one field of an array's elements.
+        case arrayElements(field: String)
     }
 
     let kind: Kind
@@ -26,6 +29,16 @@ public struct ObjectIndex: Sendable, Hashable {
     /// `conversations` (a GIN index for JSON containment).
     public static func arrayContains(collection: String, path: String) throws(SyncError) -> ObjectIndex {
         try ObjectIndex(kind: .arrayContains, collection: collection, path: path)
+    }
+
+    /// Objects of a collection by one field of the elements of an array at a path: `User` by
+    /// the `id` of each of its `conversations`. A GIN index of those values alone, one entry
+    /// per element, where ``arrayContains(collection:path:)`` holds every path and value of
+    /// every element: a record rewritten often (RChat raises unread counts in it) re-indexes
+    /// far less. It serves ``WriteTransaction/find(_:whereArray:field:is:)``.
+    public static func arrayElements(collection: String, path: String, field: String) throws(SyncError) -> ObjectIndex {
+        try checkPath(field)
+        return try ObjectIndex(kind: .arrayElements(field: field), collection: collection, path: path)
     }
 
     private init(kind: Kind, collection: String, path: String) throws(SyncError) {
@@ -50,9 +63,25 @@ public struct ObjectIndex: Sendable, Hashable {
         "'{" + path.split(separator: ".").joined(separator: ",") + "}'"
     }
 
+    /// The jsonpath expression of the values of `field` in the elements of the array at
+    /// `path` (lax mode, as PostgreSQL evaluates it by default): what an
+    /// ``arrayElements(collection:path:field:)`` index holds and its searches test. Safe to
+    /// splice: names are checked.
+    static func elementsExpression(path: String, field: String, of document: String = "body") -> String {
+        let steps = path.split(separator: ".").map { "\"\($0)\"" }.joined(separator: ".")
+        return "jsonb_path_query_array(\(document), '$.\(steps)[*].\"\(field)\"')"
+    }
+
+    static let namePrefix = "psync_ix_"
+
     var name: String {
-        let suffix = kind == .field ? "field" : "contains"
-        return "psync_ix_\(collection.lowercased())_\(path.replacingOccurrences(of: ".", with: "_").lowercased())_\(suffix)"
+        let suffix: String
+        switch kind {
+        case .field: suffix = "field"
+        case .arrayContains: suffix = "contains"
+        case .arrayElements(let field): suffix = "\(field.lowercased())_elements"
+        }
+        return "\(Self.namePrefix)\(collection.lowercased())_\(path.replacingOccurrences(of: ".", with: "_").lowercased())_\(suffix)"
     }
 
     /// The statements that create the index if it is missing and bring its settings up to date.
@@ -71,15 +100,19 @@ public struct ObjectIndex: Sendable, Hashable {
                 "CREATE INDEX IF NOT EXISTS \(name) ON psync_objects USING gin ((body #> \(Self.literal(path))) jsonb_path_ops) WITH (fastupdate = off) WHERE collection = '\(collection)'",
                 "ALTER INDEX \(name) SET (fastupdate = off)",
             ]
+        case .arrayElements(let field):
+            return [
+                "CREATE INDEX IF NOT EXISTS \(name) ON psync_objects USING gin ((\(Self.elementsExpression(path: path, field: field))) jsonb_path_ops) WITH (fastupdate = off) WHERE collection = '\(collection)'",
+            ]
         }
     }
 }
 
 extension ObjectStore {
-    /// Creates the declared indexes that are missing, one server at a time (under the
-    /// migrator's lock).
+    /// Creates the declared indexes that are missing and drops the ones an earlier version of
+    /// the application declared and this one does not (every index named `psync_ix_…` is
+    /// one), one server at a time (under the migrator's lock).
     public func createIndexes(_ indexes: [ObjectIndex]) async throws {
-        guard !indexes.isEmpty else { return }
         try await client.withConnection { connection in
             try await connection.query("SELECT pg_advisory_lock(\(Migrator.lockKey))", logger: logger)
             do {
@@ -87,6 +120,18 @@ extension ObjectStore {
                     for statement in index.statements {
                         try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                     }
+                }
+                let declared = Set(indexes.map(\.name))
+                var undeclared: [String] = []
+                let rows = try await connection.query(
+                    """
+                    SELECT c.relname::text FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+                    WHERE i.indrelid = 'psync_objects'::regclass AND starts_with(c.relname, \(ObjectIndex.namePrefix))
+                    """, logger: logger)
+                for try await name in rows.decode(String.self) where !declared.contains(name) { undeclared.append(name) }
+                for name in undeclared {
+                    logger.notice("dropping an index no longer declared", metadata: ["index": "\(name)"])
+                    try await connection.query(PostgresQuery(unsafeSQL: "DROP INDEX IF EXISTS \"\(name)\""), logger: logger)
                 }
                 try await connection.query("SELECT pg_advisory_unlock(\(Migrator.lockKey))", logger: logger)
             } catch {

@@ -169,6 +169,18 @@ public struct TriggerContext {
         try await transaction.find(collection, where: path, in: values)
     }
 
+    /// Live objects of a collection whose array at `path` has an element whose `field` is
+    /// `value` (index: ``ObjectIndex/arrayElements(collection:path:field:)``).
+    public func find(_ collection: String, whereArray path: String, field: String, is value: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
+        try await transaction.find(collection, whereArray: path, field: field, is: value)
+    }
+
+    /// Where the objects ``find(_:whereArray:field:is:)`` finds are, without their bodies: for a
+    /// handler that only writes to them.
+    public func keys(of collection: String, whereArray path: String, field: String, is value: JSONValue) async throws -> [(partition: Partition, key: ObjectKey)] {
+        try await transaction.keys(of: collection, whereArray: path, field: field, is: value)
+    }
+
     /// Live objects of a collection whose array at `path` holds an element containing `element`.
     public func find(_ collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
         try await transaction.find(collection, whereArray: path, contains: element)

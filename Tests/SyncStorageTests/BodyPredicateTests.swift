@@ -15,6 +15,11 @@ struct BodyPredicateTests {
         ["conversations": ["id": "c1"], "profile": ["name": "c1", "age": 30, "vip": true, "none": .null]],
         ["conversations": [["id": "c1", "tags": ["x", "y"]], ["id": 1.0]], "profile": ["name": ["first": "a"]]],
         [:],
+        // For element fields: nested arrays, elements of other kinds, ids of other types,
+        // a member array one level down, an array of arrays.
+        ["conversations": [[["id": "c1"]], "c1", .null, ["name": "x"], ["id": ["c1"]], ["id": .null]]],
+        ["conversations": [["id": ["nested": "c1"]], ["id": 7]], "rooms": ["list": [["id": "c1"], ["id": "c2"]]]],
+        ["rooms": ["list": ["id": "c2"]]],
     ]
     static let searches: [BodyPredicate] = [
         BodyPredicate(path: "conversations", condition: .arrayContains(["id": "c1"])),
@@ -29,6 +34,16 @@ struct BodyPredicateTests {
         BodyPredicate(path: "profile.age", condition: .field(["30"])),
         BodyPredicate(path: "profile.vip", condition: .field(["true"])),
         BodyPredicate(path: "profile.none", condition: .field(["null", ""])),
+        BodyPredicate(path: "conversations", condition: .elementField("id", "c1")),
+        BodyPredicate(path: "conversations", condition: .elementField("id", "c2")),
+        BodyPredicate(path: "conversations", condition: .elementField("id", 1)),
+        BodyPredicate(path: "conversations", condition: .elementField("id", 7.0)),
+        BodyPredicate(path: "conversations", condition: .elementField("id", .null)),
+        BodyPredicate(path: "conversations", condition: .elementField("id", ["c1"])),
+        BodyPredicate(path: "conversations", condition: .elementField("id", ["nested": "c1"])),
+        BodyPredicate(path: "conversations", condition: .elementField("name", "x")),
+        BodyPredicate(path: "rooms.list", condition: .elementField("id", "c2")),
+        BodyPredicate(path: "profile", condition: .elementField("name", "c1")),
     ]
 
     @Test("searches evaluated in memory answer as PostgreSQL's jsonb operators do")
@@ -47,6 +62,11 @@ struct BodyPredicateTests {
                         query = PostgresQuery(unsafeSQL: "SELECT coalesce(($1::jsonb #> \(literal)) @> $2, false)")
                         query.binds.append(JSONB(value: .object(body)), context: .default)
                         query.binds.append(JSONB(value: .array([element])), context: .default)
+                    case .elementField(let field, let value):
+                        let expression = ObjectIndex.elementsExpression(path: predicate.path.joined(separator: "."), field: field, of: "$1::jsonb")
+                        query = PostgresQuery(unsafeSQL: "SELECT coalesce(\(expression) @> $2, false)")
+                        query.binds.append(JSONB(value: .object(body)), context: .default)
+                        query.binds.append(JSONB(value: .array([value])), context: .default)
                     }
                     var expected: Bool?
                     for try await value in try await db.client.query(query, logger: db.logger).decode(Bool.self) { expected = value }
