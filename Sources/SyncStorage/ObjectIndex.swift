@@ -32,10 +32,14 @@ public struct ObjectIndex: Sendable, Hashable {
     }
 
     /// Objects of a collection by one field of the elements of an array at a path: `User` by
-    /// the `id` of each of its `conversations`. A GIN index of those values alone, one entry
-    /// per element, where ``arrayContains(collection:path:)`` holds every path and value of
-    /// every element: a record rewritten often (RChat raises unread counts in it) re-indexes
-    /// far less. It serves ``WriteTransaction/find(_:whereArray:field:is:)``.
+    /// the `id` of each of its `conversations`. It serves
+    /// ``WriteTransaction/find(_:whereArray:field:is:)``.
+    ///
+    /// Not an index of `psync_objects` but rows of `psync_element_entries`, one per object and
+    /// value, kept by triggers (migration 0007): they are rewritten only when the values
+    /// change, so a record rewritten often for other reasons (RChat raises unread counts in
+    /// it) leaves them alone, and a search reads only live entries — where an index of the
+    /// body would hold an entry for every version of the record until VACUUM.
     public static func arrayElements(collection: String, path: String, field: String) throws(SyncError) -> ObjectIndex {
         try checkPath(field)
         return try ObjectIndex(kind: .arrayElements(field: field), collection: collection, path: path)
@@ -63,13 +67,18 @@ public struct ObjectIndex: Sendable, Hashable {
         "'{" + path.split(separator: ".").joined(separator: ",") + "}'"
     }
 
-    /// The jsonpath expression of the values of `field` in the elements of the array at
-    /// `path` (lax mode, as PostgreSQL evaluates it by default): what an
-    /// ``arrayElements(collection:path:field:)`` index holds and its searches test. Safe to
-    /// splice: names are checked.
-    static func elementsExpression(path: String, field: String, of document: String = "body") -> String {
+    /// The jsonpath of the values of `field` in the elements of the array at `path`, e.g.
+    /// `$."conversations"[*]."id"` (lax mode, as PostgreSQL evaluates it by default): what an
+    /// ``arrayElements(collection:path:field:)`` index holds. Safe to splice: names are checked.
+    static func elementsPath(path: String, field: String) -> String {
         let steps = path.split(separator: ".").map { "\"\($0)\"" }.joined(separator: ".")
-        return "jsonb_path_query_array(\(document), '$.\(steps)[*].\"\(field)\"')"
+        return "$.\(steps)[*].\"\(field)\""
+    }
+
+    /// The SQL expression of those values in `document`, as a JSON array: the search of an
+    /// undeclared element index scans the collection with it.
+    static func elementsExpression(path: String, field: String, of document: String = "body") -> String {
+        "jsonb_path_query_array(\(document), '\(elementsPath(path: path, field: field))')"
     }
 
     static let namePrefix = "psync_ix_"
@@ -101,10 +110,53 @@ public struct ObjectIndex: Sendable, Hashable {
                 "ALTER INDEX \(name) SET (fastupdate = off)",
             ]
         case .arrayElements(let field):
-            return [
-                "CREATE INDEX IF NOT EXISTS \(name) ON psync_objects USING gin ((\(Self.elementsExpression(path: path, field: field))) jsonb_path_ops) WITH (fastupdate = off) WHERE collection = '\(collection)'",
-            ]
+            return [elementEntriesStatement(field: field)]
         }
+    }
+
+    /// Whether the index is an index of `psync_objects` (an element index is rows of
+    /// `psync_element_entries` kept by triggers).
+    var isTableIndex: Bool {
+        if case .arrayElements = kind { return false }
+        return true
+    }
+
+    /// The names of an element index's triggers on `psync_objects`.
+    static let triggerSuffixes = ["_insert", "_update", "_delete"]
+
+    /// The one statement (atomic) that installs an element index when its triggers are
+    /// missing: with writes to `psync_objects` held off, it creates the triggers that keep its
+    /// entries (migration 0007) and enters the objects stored before. The update trigger fires
+    /// only when the indexed values differ, so rewrites that leave them alone write no entry.
+    private func elementEntriesStatement(field: String) -> String {
+        let elements = Self.elementsPath(path: path, field: field)
+        let arguments = "'\(name)', '\(elements)'"
+        let values = { (row: String) in "jsonb_path_query_array(\(row).body, '\(elements)')" }
+        return """
+            DO $ddl$
+            BEGIN
+                IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'psync_objects'::regclass AND tgname = '\(name)_insert') THEN
+                    LOCK TABLE psync_objects IN SHARE ROW EXCLUSIVE MODE;
+                    DROP TRIGGER IF EXISTS \(name)_update ON psync_objects;
+                    DROP TRIGGER IF EXISTS \(name)_delete ON psync_objects;
+                    DELETE FROM psync_element_entries WHERE index_name = '\(name)';
+                    CREATE TRIGGER \(name)_insert AFTER INSERT ON psync_objects FOR EACH ROW
+                        WHEN (NEW.collection = '\(collection)' AND NEW.body IS NOT NULL)
+                        EXECUTE FUNCTION psync_element_entries_sync(\(arguments));
+                    CREATE TRIGGER \(name)_update AFTER UPDATE ON psync_objects FOR EACH ROW
+                        WHEN (NEW.collection = '\(collection)' AND \(values("OLD")) IS DISTINCT FROM \(values("NEW")))
+                        EXECUTE FUNCTION psync_element_entries_sync(\(arguments));
+                    CREATE TRIGGER \(name)_delete AFTER DELETE ON psync_objects FOR EACH ROW
+                        WHEN (OLD.collection = '\(collection)' AND OLD.body IS NOT NULL)
+                        EXECUTE FUNCTION psync_element_entries_sync(\(arguments));
+                    INSERT INTO psync_element_entries (index_name, value, collection, id)
+                    SELECT DISTINCT '\(name)', v, o.collection, o.id
+                    FROM psync_objects o, jsonb_path_query(o.body, '\(elements)') AS v
+                    WHERE o.collection = '\(collection)' AND o.body IS NOT NULL;
+                END IF;
+            END
+            $ddl$
+            """
     }
 }
 
@@ -121,7 +173,7 @@ extension ObjectStore {
                         try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                     }
                 }
-                let declared = Set(indexes.map(\.name))
+                let declared = Set(indexes.filter(\.isTableIndex).map(\.name))
                 var undeclared: [String] = []
                 let rows = try await connection.query(
                     """
@@ -133,11 +185,36 @@ extension ObjectStore {
                     logger.notice("dropping an index no longer declared", metadata: ["index": "\(name)"])
                     try await connection.query(PostgresQuery(unsafeSQL: "DROP INDEX IF EXISTS \"\(name)\""), logger: logger)
                 }
+                try await dropUndeclaredElementIndexes(keeping: Set(indexes.filter { !$0.isTableIndex }.map(\.name)), on: connection)
                 try await connection.query("SELECT pg_advisory_unlock(\(Migrator.lockKey))", logger: logger)
             } catch {
                 _ = try? await connection.query("SELECT pg_advisory_unlock(\(Migrator.lockKey))", logger: logger)
                 throw error
             }
         }
+    }
+
+    /// Drops the triggers of the element indexes not in `declared`, and the entries of every
+    /// element index not in it.
+    private func dropUndeclaredElementIndexes(keeping declared: Set<String>, on connection: PostgresConnection) async throws {
+        var undeclared: Set<String> = []
+        let rows = try await connection.query(
+            """
+            SELECT tgname::text FROM pg_trigger
+            WHERE tgrelid = 'psync_objects'::regclass AND NOT tgisinternal AND starts_with(tgname, \(ObjectIndex.namePrefix))
+            """, logger: logger)
+        for try await trigger in rows.decode(String.self) {
+            guard let suffix = ObjectIndex.triggerSuffixes.first(where: { trigger.hasSuffix($0) }) else { continue }
+            let name = String(trigger.dropLast(suffix.count))
+            if !declared.contains(name) { undeclared.insert(name) }
+        }
+        for name in undeclared.sorted() {
+            logger.notice("dropping an element index no longer declared", metadata: ["index": "\(name)"])
+            for suffix in ObjectIndex.triggerSuffixes {
+                try await connection.query(PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \"\(name)\(suffix)\" ON psync_objects"), logger: logger)
+            }
+        }
+        try await connection.query("DELETE FROM psync_element_entries WHERE NOT index_name = ANY(\(Array(declared)))", logger: logger)
+        setElementIndexes(declared)
     }
 }

@@ -26,6 +26,18 @@ public final class ObjectStore: Sendable {
     private let observers = Mutex<[@Sendable (Commit) -> Void]>([])
     /// Where the optimistic path guesses that put objects are new.
     let newObjectGuess = NewObjectGuess()
+    /// The names of the declared element indexes (``ObjectIndex/arrayElements(collection:path:field:)``),
+    /// set by ``createIndexes(_:)``: their searches read `psync_element_entries`.
+    private let elementIndexes = Mutex<Set<String>>([])
+
+    /// Whether the element index of that name is declared (its entries are kept).
+    func hasElementIndex(_ name: String) -> Bool {
+        elementIndexes.withLock { $0.contains(name) }
+    }
+
+    func setElementIndexes(_ names: Set<String>) {
+        elementIndexes.withLock { $0 = names }
+    }
 
     public init(client: PostgresClient, configuration: StorageConfiguration = .init(), logger: Logger) {
         self.client = client

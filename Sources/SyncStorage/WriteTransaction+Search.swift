@@ -47,15 +47,25 @@ extension WriteTransaction {
     }
 
     private func find(_ collection: String, whereArray path: String, field: String, is value: JSONValue, bodies: Bool) async throws -> [(partition: Partition, object: SyncObject)] {
-        try ObjectIndex.checkPath(path)
-        try ObjectIndex.checkPath(field)
-        // The expression of the declared index, to the letter, so PostgreSQL uses it.
-        var query = PostgresQuery(unsafeSQL: """
-            SELECT collection, id, partition, version, \(bodies ? "body" : "NULL::jsonb") FROM psync_objects
-            WHERE collection = $1 AND body IS NOT NULL AND \(ObjectIndex.elementsExpression(path: path, field: field)) @> $2
-            """)
-        query.binds.append(collection, context: .default)
-        query.binds.append(JSONB(value: .array([value])), context: .default)
+        let index = try ObjectIndex.arrayElements(collection: collection, path: path, field: field)
+        var query: PostgresQuery
+        if store.hasElementIndex(index.name) {
+            // The index's live entries of the value, then each object by its key.
+            query = PostgresQuery(unsafeSQL: """
+                SELECT o.collection, o.id, o.partition, o.version, \(bodies ? "o.body" : "NULL::jsonb")
+                FROM psync_element_entries e JOIN psync_objects o ON o.collection = e.collection AND o.id = e.id
+                WHERE e.index_name = $1 AND e.value = $2 AND o.body IS NOT NULL
+                """)
+            query.binds.append(index.name, context: .default)
+            query.binds.append(JSONB(value: value), context: .default)
+        } else {
+            query = PostgresQuery(unsafeSQL: """
+                SELECT collection, id, partition, version, \(bodies ? "body" : "NULL::jsonb") FROM psync_objects
+                WHERE collection = $1 AND body IS NOT NULL AND \(ObjectIndex.elementsExpression(path: path, field: field)) @> $2
+                """)
+            query.binds.append(collection, context: .default)
+            query.binds.append(JSONB(value: .array([value])), context: .default)
+        }
         let predicate = BodyPredicate(path: path, condition: .elementField(field, value))
         return try await search(Search(collection: collection, predicate: predicate, bodies: bodies), query)
     }

@@ -8,7 +8,7 @@ import SyncTesting
 struct FanoutScenario {
     struct Parameters {
         var members = 1_000
-        var messages = 20
+        var messages = 100
         static let quick = Parameters(members: 20, messages: 5)
     }
 
