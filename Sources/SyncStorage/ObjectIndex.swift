@@ -51,7 +51,16 @@ public struct ObjectIndex: Sendable, Hashable {
         self.kind = kind
         self.collection = collection
         self.path = path
+        // PostgreSQL cuts longer identifiers short: the index, or an element index's triggers
+        // (its name and a suffix), would not be found again by name.
+        let longest = Self.maximumIdentifierBytes - (isTableIndex ? 0 : Self.triggerSuffixes.map(\.utf8.count).max()!)
+        guard name.utf8.count <= longest else {
+            throw SyncError(.invalidPath, "the index name \(name) is longer than \(longest) bytes: use a shorter collection, path or field")
+        }
     }
+
+    /// PostgreSQL's longest identifier (NAMEDATALEN - 1).
+    static let maximumIdentifierBytes = 63
 
     static func checkPath(_ path: String) throws(SyncError) {
         let fields = path.split(separator: ".", omittingEmptySubsequences: false)

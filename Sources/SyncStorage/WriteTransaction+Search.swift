@@ -47,9 +47,11 @@ extension WriteTransaction {
     }
 
     private func find(_ collection: String, whereArray path: String, field: String, is value: JSONValue, bodies: Bool) async throws -> [(partition: Partition, object: SyncObject)] {
-        let index = try ObjectIndex.arrayElements(collection: collection, path: path, field: field)
+        try ObjectIndex.checkPath(path)
+        try ObjectIndex.checkPath(field)
         var query: PostgresQuery
-        if store.hasElementIndex(index.name) {
+        // A search no index could serve (its name would be too long) scans.
+        if let index = try? ObjectIndex.arrayElements(collection: collection, path: path, field: field), store.hasElementIndex(index.name) {
             // The index's live entries of the value, then each object by its key.
             query = PostgresQuery(unsafeSQL: """
                 SELECT o.collection, o.id, o.partition, o.version, \(bodies ? "o.body" : "NULL::jsonb")

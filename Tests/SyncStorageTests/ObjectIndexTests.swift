@@ -87,6 +87,23 @@ struct ObjectIndexTests {
         }
     }
 
+    @Test("an index whose name PostgreSQL would cut short is refused with invalid_path")
+    func longNames() throws {
+        let long = String(repeating: "a", count: 31)
+        #expect(throws: SyncError.self) { try ObjectIndex.arrayElements(collection: "User", path: long, field: "id") }
+        #expect(throws: SyncError.self) { try ObjectIndex.field(collection: "User", path: long + long) }
+        // At the limit: 63 bytes for an index, 56 for an element index (its triggers add 7).
+        let field = try ObjectIndex.field(collection: "User", path: String(repeating: "a", count: 63 - "psync_ix_user__field".count))
+        #expect(field.name.utf8.count == 63)
+        let elements = try ObjectIndex.arrayElements(collection: "User", path: String(repeating: "a", count: 56 - "psync_ix_user__id_elements".count), field: "id")
+        #expect(elements.name.utf8.count == 56)
+        do {
+            _ = try ObjectIndex.arrayElements(collection: "User", path: long, field: "id")
+        } catch {
+            #expect(error.code == .invalidPath)
+        }
+    }
+
     @Test("a search of an array's element field finds its objects (staged changes too) through the index's entries")
     func elementSearch() async throws {
         try await TestDatabase.with { db in
