@@ -47,15 +47,12 @@ extension ObjectStore {
         let page = try await changePage(in: partition, after: cursor, limit: limit) { position, limit, floor -> PageRead<(bytes: [UInt8], count: Int)> in
             var json: [UInt8] = []
             let found = try await self.walk(partition, from: position, limit: limit, floor: floor) { collection, id, version, body in
-                if json.isEmpty {
-                    EncodedChangeBatch.Object.write(collection: collection, id: id, version: version, bodyText: body, to: &json)
-                    // Room for a page of objects like the first (up to 4 MiB), so the buffer
-                    // is not grown and copied a dozen times.
-                    json.reserveCapacity(min((json.count + 1) * limit + 64, 4 << 20))
-                } else {
-                    json.append(UInt8(ascii: ","))
-                    EncodedChangeBatch.Object.write(collection: collection, id: id, version: version, bodyText: body, to: &json)
-                }
+                let first = json.isEmpty
+                if !first { json.append(UInt8(ascii: ",")) }
+                EncodedChangeBatch.Object.write(collection: collection, id: id, version: version, bodyText: body, to: &json)
+                // Room for a page of objects like the first (up to 4 MiB), so the buffer is
+                // not grown and copied a dozen times.
+                if first { json.reserveCapacity(min((json.count + 1) * limit + 64, 4 << 20)) }
             }
             return found.with(objects: (json, found.objects))
         }
@@ -118,7 +115,7 @@ extension ObjectStore {
     }
 
     /// The page's objects, each made by `object`.
-    private func rows<Object: PageObject>(
+    private func rows<Object>(
         _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?,
         object: (ObjectKey, Int64, UnsafeRawBufferPointer?) throws -> Object
     ) async throws -> PageRead<[Object]> {
@@ -193,15 +190,6 @@ extension PostgresCell {
         return value
     }
 }
-
-/// An object of a page, however it is represented.
-protocol PageObject {
-    var key: ObjectKey { get }
-    var version: Int64 { get }
-}
-
-extension SyncObject: PageObject {}
-extension EncodedChangeBatch.Object: PageObject {}
 
 /// What one read of a page found.
 struct PageRead<Objects> {

@@ -45,10 +45,7 @@ extension WriteTransaction {
         guard let expected else { preconditionFailure("not an optimistic transaction") }
         let pending = staged
         staged = []
-        let interest = store.eventInterest
-        let (write, _) = try writeStatement(pending, finishing: { events in
-            interest.recordsAll ? events : events.filter { interest.wants($0.event) }
-        })
+        let (write, _) = try writeStatement(pending, finishing: true)
         var statement = WriteStatements.Upload(
             partitions: versions.keys.sorted().map(\.description),
             lockTimeoutMilliseconds: lockTimeout.map { Int32($0 / .milliseconds(1)) }, write: write)

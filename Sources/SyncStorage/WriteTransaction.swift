@@ -316,10 +316,7 @@ public final class WriteTransaction {
     func finish() async throws {
         let pending = staged
         staged = []
-        let interest = store.eventInterest
-        let counts = try await persist(pending, finishing: { events in
-            interest.recordsAll ? events : events.filter { interest.wants($0.event) }
-        })
+        let counts = try await persist(pending, finishing: true)
         guard counts.recorded == outcomes.count else { throw OutcomeExists() }
     }
 
@@ -347,18 +344,15 @@ public final class WriteTransaction {
     /// Writes changes now; their events are recorded at commit.
     private func write(_ every: [Write]) async throws {
         guard !every.isEmpty else { return }
-        _ = try await persist(every, finishing: nil)
+        _ = try await persist(every, finishing: false)
     }
 
     /// Writes changes in one statement (`psync_write`, migration 0006). With `finishing`, the
     /// same statement also stores the queued outcomes, stamps the clock of every partition the
-    /// transaction changed, and records the events `finishing` picks from all of them; the
+    /// transaction changed, and records the events the store's ``EventInterest`` wants; the
     /// counts of written objects and stored outcomes are returned.
-    private func persist(
-        _ every: [Write],
-        finishing pick: (([PendingEvent]) -> [PendingEvent])?
-    ) async throws -> (written: Int, recorded: Int) {
-        let (statement, rowCount) = try writeStatement(every, finishing: pick)
+    private func persist(_ every: [Write], finishing: Bool) async throws -> (written: Int, recorded: Int) {
+        let (statement, rowCount) = try writeStatement(every, finishing: finishing)
         guard rowCount > 0 || !statement.requestIDs.isEmpty || !statement.stamp.isEmpty || !statement.kinds.isEmpty else {
             return (0, 0)
         }
@@ -376,12 +370,10 @@ public final class WriteTransaction {
     /// Takes `every` change into the transaction's record (its reads, changes and events) and
     /// makes the statement that writes them: one row per object (the last change of a key is
     /// its state: one statement cannot update a row twice), every change with its event. With
-    /// `finishing`, also the queued outcomes, the clock stamp and the events `finishing` picks
-    /// from all of the transaction's. Returns the statement and how many object rows it writes.
-    func writeStatement(
-        _ every: [Write],
-        finishing pick: (([PendingEvent]) -> [PendingEvent])?
-    ) throws -> (statement: WriteStatements.Write, rows: Int) {
+    /// `finishing`, also the queued outcomes, the clock stamp and those of all the
+    /// transaction's events the store's ``EventInterest`` wants. Returns the statement and how
+    /// many object rows it writes.
+    func writeStatement(_ every: [Write], finishing: Bool) throws -> (statement: WriteStatements.Write, rows: Int) {
         var last: [ObjectKey: Int] = [:]
         for (index, entry) in every.enumerated() { last[entry.change.key] = index }
         var every = every
@@ -400,8 +392,8 @@ public final class WriteTransaction {
             changes.append((partition, version, change))
             events.append(PendingEvent(change: change, partition: partition, version: version, author: write.author, depth: write.depth))
         }
-        let finishing = pick != nil
-        let recorded = pick?(events) ?? []
+        let interest = store.eventInterest
+        let recorded = !finishing ? [] : interest.recordsAll ? events : events.filter { interest.wants($0.event) }
         let queued = finishing ? outcomes : []
         // The transaction's Lamport clock: the largest of its changed partitions', set on the
         // others (docs/TRIGGERS.md, "Ordering").
