@@ -18,4 +18,6 @@ for result in results:
 expected = {"ingest", "latency", "fanout", "bootstrap", "connections"}
 got = {result["scenario"] for result in results}
 assert got == expected, f"scenarios {sorted(got)}, expected {sorted(expected)}"
+ingest = next(result for result in results if result["scenario"] == "ingest")
+assert "messagesPerSecond" in ingest["ceiling"], "ingest ran without its ceiling (the relay)"
 PY

@@ -31,6 +31,8 @@ public struct EventLog: Sendable {
     public struct Pass: Sendable {
         /// The new last position.
         public var last: Int64
+        /// How many events it numbered.
+        public var count: Int
         /// The kind, collection and operation of each numbered event, once each: which
         /// readers have something new.
         public var shapes: Set<Shape>
@@ -50,7 +52,7 @@ public struct EventLog: Sendable {
         var pass: Pass?
         for try await (last, kind, collection, operation) in rows.decode((Int64, String, String?, String).self) {
             let shape = Shape(kind: ChangeEvent.Kind(rawValue: kind) ?? .object, collection: collection, operation: .init(rawValue: operation))
-            pass = Pass(last: last, shapes: (pass?.shapes ?? []).union([shape]))
+            pass = Pass(last: last, count: (pass?.count ?? 0) + 1, shapes: (pass?.shapes ?? []).union([shape]))
         }
         if let pass { store.announce(["seq:\(pass.last)"]) }
         return pass

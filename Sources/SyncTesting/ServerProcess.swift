@@ -16,6 +16,8 @@ public final class ServerProcess: @unchecked Sendable {
     public let logPath: String
     /// The `psync` binary this instance runs.
     public let executablePath: String
+    /// The subcommand it runs (`serve`), before the port and database options.
+    public let command: [String]
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
     public var webSocketURL: String { "ws://127.0.0.1:\(port)/v1/sync" }
@@ -25,9 +27,15 @@ public final class ServerProcess: @unchecked Sendable {
     ///   - environment: more settings (`PSYNC_TRIGGER_LEASE`, …); the JWT secret and a
     ///   fast bcrypt cost are set already.
     ///   - executable: the `psync` binary; default ``executable``.
-    public init(database: DatabaseURL, port: Int? = nil, environment: [String: String] = [:], executable: String? = nil) throws {
+    ///   - command: the subcommand; another executable's (the benchmark's relay) takes the
+    ///   same `--port` and `--database-url` options.
+    public init(
+        database: DatabaseURL, port: Int? = nil, environment: [String: String] = [:], executable: String? = nil,
+        command: [String] = ["serve"]
+    ) throws {
         self.database = database
         self.executablePath = executable ?? Self.executable
+        self.command = command
         self.port = try port ?? Self.freePort()
         self.environment = environment
         self.logPath = NSTemporaryDirectory() + "psync-server-\(getpid())-\(self.port).log"
@@ -47,7 +55,7 @@ public final class ServerProcess: @unchecked Sendable {
     public func start(timeout: Duration = .seconds(30)) async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executablePath)
-        process.arguments = ["serve", "--port", "\(port)", "--database-url", database.urlString]
+        process.arguments = command + ["--port", "\(port)", "--database-url", database.urlString]
         var environment = ProcessInfo.processInfo.environment
         environment["PSYNC_JWT_SECRET"] = TestServer.jwtSecret
         environment["PSYNC_BCRYPT_COST"] = "4"

@@ -117,6 +117,9 @@ public final class TriggerService: Service, Sendable {
 
     // MARK: The sequencer
 
+    /// The most events one pass of the sequencer numbers.
+    static let sequencingLimit = 10_000
+
     private func runSequencer() async {
         let log = EventLog(store: store)
         while !isStopping {
@@ -124,9 +127,13 @@ public final class TriggerService: Service, Sendable {
             do {
                 // Only the runners of triggers the numbered events may concern are woken.
                 var shapes: Set<EventLog.Shape> = []
-                while let pass = try await log.sequencePass() {
+                while let pass = try await log.sequencePass(limit: Self.sequencingLimit) {
                     shapes.formUnion(pass.shapes)
                     sequencedHere.withLock { $0 = max($0, pass.last) }
+                    // A pass below its limit numbered every event committed before it began;
+                    // the commits since then signalled, and wait for the next delay. (Going on
+                    // at once made a pass per commit under load, each its own transaction.)
+                    if pass.count < Self.sequencingLimit { break }
                 }
                 for trigger in triggers where shapes.contains(where: trigger.filter.passes) {
                     runnerSignals[trigger.name]?.signal()

@@ -54,7 +54,66 @@ struct IngestScenario {
             watchers.append(watcher)
         }
 
-        // Client c writes as member (c / K) of conversation (c % K).
+        let (sent, elapsed, acks) = try await send(to: environment.server.webSocketURL, as: users, in: environment) { conversation, version in
+            counts.acked(room: conversation, version: version)
+        }
+        let rate = Double(sent) / elapsed
+        progress("ingest: \(sent) messages acked, \(Int(rate))/s; waiting for the trigger")
+        let catchUp = ContinuousClock.now
+        try await environment.waitForTriggers()
+        let catchUpSeconds = catchUp.duration(to: .now).seconds
+        _ = await waitFor([counts.complete], timeout: .seconds(30))
+        for watcher in watchers { await watcher.close() }
+        let lag = counts.lags()
+
+        progress("ingest: the floor, single-row INSERT transactions from \(clients) tasks")
+        let floor = try await Floor(client: environment.client, logger: environment.logger).inserts(concurrency: clients, seconds: seconds) { n in
+            JSONValue.object(messageBody(conversation: "floor", author: "floor@bench.example", text: 200, sequence: n)).jsonString
+        }
+
+        // The ceiling: the same clients against the least server (``Relay``).
+        progress("ingest: the ceiling, the same clients against a relay that only inserts and acks")
+        let pool = environment.server.environment["PSYNC_DB_POOL"] ?? "20"
+        let relay = try ServerProcess(database: environment.database, executable: Self.thisExecutable, command: ["relay", "--pool", pool])
+        try await relay.start(timeout: .seconds(60))
+        let ceiling: (sent: Int, elapsed: Double, acks: LatencyRecorder)
+        do {
+            ceiling = try await send(to: relay.webSocketURL, as: users, in: environment) { _, _ in }
+        } catch {
+            _ = await relay.stop()
+            throw error
+        }
+        _ = await relay.stop()
+        let ceilingRate = Double(ceiling.sent) / ceiling.elapsed
+        return [
+            "scenario": "ingest",
+            "clients": .int(Int64(clients)), "conversations": .int(Int64(conversations)), "members": .int(Int64(members)),
+            "seconds": .double(rounded(elapsed)),
+            "messages": .int(Int64(sent)),
+            "messagesPerSecond": .double(rounded(rate)),
+            "ackLatencyMs": acks.summary,
+            "triggerLagMs": lag.summary,
+            "triggerLagWhat": "ack of a message → a member's device receives the unread count that includes it",
+            "triggerCatchUpSeconds": .double(rounded(catchUpSeconds)),
+            "floor": ["what": "single-row INSERT transactions/s, same concurrency", "rowsPerSecond": .double(rounded(floor))],
+            "ratio": ratio(rate, floor),
+            "target": "ratio >= 0.5",
+            "ceiling": [
+                "what": "the same clients against a relay process that only inserts each upload (one single-row INSERT transaction) and acks it",
+                "messagesPerSecond": .double(rounded(ceilingRate)),
+                "ackLatencyMs": ceiling.acks.summary,
+                "ratio": ratio(ceilingRate, floor),
+            ],
+        ]
+    }
+
+    /// Client c writes as member (c / K) of conversation (c % K), one upload in flight, until
+    /// the phase's seconds are over: messages acked, seconds taken, ack latencies.
+    private func send(
+        to url: String, as users: [BenchUser], in environment: BenchEnvironment,
+        acked: @escaping @Sendable (_ conversation: Int, _ version: Int64) -> Void
+    ) async throws -> (sent: Int, elapsed: Double, acks: LatencyRecorder) {
+        let (clients, conversations, members) = (parameters.clients, parameters.conversations, parameters.members)
         let acks = LatencyRecorder()
         let deadline = ContinuousClock.now + .seconds(seconds)
         let started = ContinuousClock.now
@@ -65,8 +124,7 @@ struct IngestScenario {
                 let partition = try Partition(key: "conversation", value: "ingest-\(conversation)")
                 group.addTask {
                     let (inbox, sink) = AsyncStream.makeStream(of: ServerMessage.self)
-                    let connection = try await BenchConnection.connect(
-                        environment.server.webSocketURL, token: user.token, logger: environment.logger) { sink.yield($0) }
+                    let connection = try await BenchConnection.connect(url, token: user.token, logger: environment.logger) { sink.yield($0) }
                     var answers = inbox.makeAsyncIterator()
                     var count = 0
                     while ContinuousClock.now < deadline {
@@ -78,7 +136,7 @@ struct IngestScenario {
                         answering: while let answer = await answers.next() {
                             switch answer {
                             case .ack(let id, _, _, let version) where id == requestId:
-                                counts.acked(room: conversation, version: version ?? 0)
+                                acked(conversation, version ?? 0)
                                 break answering
                             case .rejected(let id, _, let error, _) where id == requestId: throw BenchError("ingest upload refused: \(error)")
                             case .error(let error, _): throw BenchError("ingest: \(error)")
@@ -94,34 +152,12 @@ struct IngestScenario {
             }
             return try await group.reduce(0, +)
         }
-        let elapsed = started.duration(to: .now).seconds
-        let rate = Double(sent) / elapsed
-        progress("ingest: \(sent) messages acked, \(Int(rate))/s; waiting for the trigger")
-        let catchUp = ContinuousClock.now
-        try await environment.waitForTriggers()
-        let catchUpSeconds = catchUp.duration(to: .now).seconds
-        _ = await waitFor([counts.complete], timeout: .seconds(30))
-        for watcher in watchers { await watcher.close() }
-        let lag = counts.lags()
+        return (sent, started.duration(to: .now).seconds, acks)
+    }
 
-        progress("ingest: the floor, single-row INSERT transactions from \(clients) tasks")
-        let floor = try await Floor(client: environment.client, logger: environment.logger).inserts(concurrency: clients, seconds: seconds) { n in
-            JSONValue.object(messageBody(conversation: "floor", author: "floor@bench.example", text: 200, sequence: n)).jsonString
-        }
-        return [
-            "scenario": "ingest",
-            "clients": .int(Int64(clients)), "conversations": .int(Int64(conversations)), "members": .int(Int64(members)),
-            "seconds": .double(rounded(elapsed)),
-            "messages": .int(Int64(sent)),
-            "messagesPerSecond": .double(rounded(rate)),
-            "ackLatencyMs": acks.summary,
-            "triggerLagMs": lag.summary,
-            "triggerLagWhat": "ack of a message → a member's device receives the unread count that includes it",
-            "triggerCatchUpSeconds": .double(rounded(catchUpSeconds)),
-            "floor": ["what": "single-row INSERT transactions/s, same concurrency", "rowsPerSecond": .double(rounded(floor))],
-            "ratio": ratio(rate, floor),
-            "target": "ratio >= 0.5",
-        ]
+    /// This executable (the relay runs as its subcommand).
+    private static var thisExecutable: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 
 }

@@ -12,7 +12,7 @@ struct PSyncBench: AsyncParsableCommand {
             DATABASE_URL's server), drives real WebSocket clients over loopback and prints one JSON \
             object per scenario. Build it in release: `swift run -c release psync-bench --quick`.
             """,
-        subcommands: [All.self, Ingest.self, Latency.self, Fanout.self, Bootstrap.self, Connections.self],
+        subcommands: [All.self, Ingest.self, Latency.self, Fanout.self, Bootstrap.self, Connections.self, Relay.self],
         defaultSubcommand: All.self
     )
 }
