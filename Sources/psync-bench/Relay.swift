@@ -13,8 +13,8 @@ import SyncStorage
 /// protocol for the benchmark's clients (`ready`, then an `ack` per `upload`) on the same
 /// libraries as `psync` (Hummingbird's WebSocket server, postgres-nio's pool), and writes each
 /// upload's first `put` as one single-row INSERT transaction, the floor's statement (into the
-/// floor's table, which the scenario creates first). No
-/// authentication, permissions, versions, events, triggers or deliveries.
+/// floor's table, which the scenario creates first). No authentication, permissions, versions,
+/// events, triggers or deliveries.
 ///
 /// `ingest` runs it (as `psync-bench relay`, its own process like `psync serve`) to show how
 /// much of the floor is left once a WebSocket hop and a server process share the machine.
