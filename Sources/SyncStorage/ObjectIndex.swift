@@ -140,7 +140,7 @@ public struct ObjectIndex: Sendable, Hashable {
     private func elementEntriesStatement(field: String) -> String {
         let elements = Self.elementsPath(path: path, field: field)
         let arguments = "'\(name)', '\(elements)'"
-        let values = { (row: String) in "jsonb_path_query_array(\(row).body, '\(elements)')" }
+        let values = { (row: String) in Self.elementsExpression(path: path, field: field, of: "\(row).body") }
         return """
             DO $ddl$
             BEGIN
