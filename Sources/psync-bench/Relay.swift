@@ -57,8 +57,15 @@ struct Relay: AsyncParsableCommand {
             server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter, configuration: .init(ws: .init(autoPing: .disabled))),
             configuration: .init(address: .hostname("127.0.0.1", port: port)),
             logger: logger)
+        let parent = getppid()
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await client.run() }
+            group.addTask {
+                // A benchmark stopped without stopping its relay (SIGTERM from `timeout`,
+                // SIGKILL) leaves it to init: the relay ends with it rather than outliving it.
+                while getppid() == parent { try await Task.sleep(for: .milliseconds(500)) }
+                Foundation.exit(0)
+            }
             try await app.runService()
             group.cancelAll()
         }
