@@ -42,9 +42,8 @@ extension ObjectStore {
             return try await replay(upload, epoch: epoch)
         } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
             guard let requestId = upload.requestId else { throw error }
-            let outcome: JSONValue = ["code": .string(error.code.rawValue), "message": .string(error.message)]
             let recorded = try await client.withConnection { connection in
-                try await record(outcome, of: upload, requestId: requestId, on: connection)
+                try await record(Self.refusal(error), of: upload, requestId: requestId, on: connection)
             }
             if !recorded { return try await replay(upload, epoch: epoch) }
             throw error
@@ -97,5 +96,10 @@ extension ObjectStore {
                 outcome.value["message"]?.stringValue ?? "the upload was refused")
         }
         throw SyncError(.internal, "the outcome of a repeated upload could not be found")
+    }
+
+    /// The stored outcome of a refused upload: what ``replay(_:epoch:)`` throws again for it.
+    static func refusal(_ error: SyncError) -> JSONValue {
+        ["code": .string(error.code.rawValue), "message": .string(error.message)]
     }
 }

@@ -160,8 +160,7 @@ extension ObjectStore {
                     steps.append(.repeated)
                 } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
                     if let requestId = upload.requestId {
-                        let outcome: JSONValue = ["code": .string(error.code.rawValue), "message": .string(error.message)]
-                        guard try await record(outcome, of: upload, requestId: requestId, on: transaction.connection) else {
+                        guard try await record(Self.refusal(error), of: upload, requestId: requestId, on: transaction.connection) else {
                             steps.append(.repeated)
                             continue
                         }

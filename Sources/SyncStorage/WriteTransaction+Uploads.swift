@@ -25,7 +25,7 @@ extension WriteTransaction {
                 results.append(.success(changes))
             } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
                 if let requestId = upload.requestId {
-                    recordOutcome(["code": .string(error.code.rawValue), "message": .string(error.message)], of: upload, requestId: requestId)
+                    recordOutcome(ObjectStore.refusal(error), of: upload, requestId: requestId)
                 }
                 results.append(.failure(error))
             }
