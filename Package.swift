@@ -109,7 +109,7 @@ let package = Package(
         // The RChat back end: the reference application, kept out of the engine's modules.
         .target(
             name: "RChat",
-            dependencies: ["RChatModel", "SyncProtocol", "SyncStorage", "SyncServer", "SyncTriggers"],
+            dependencies: ["RChatModel", "SyncProtocol", "SyncStorage", "SyncServer", "SyncTriggers", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         // The client SDK: sessions, partitions as live collections, an offline SQLite store and

@@ -19,13 +19,14 @@ enum Command {
     }
 
     /// Runs `arguments[0]` with the rest as arguments; `asUser` runs it through `runuser`
-    /// (only possible as root).
-    static func run(_ arguments: [String], asUser user: String? = nil) async throws -> Output {
+    /// (only possible as root). `environment` is added to this process's environment (a
+    /// password goes there, never on the command line, where every local user can read it).
+    static func run(_ arguments: [String], asUser user: String? = nil, environment: [String: String] = [:]) async throws -> Output {
         var arguments = arguments
         if let user { arguments = ["/usr/sbin/runuser", "-u", user, "--"] + arguments }
         let outputPath = NSTemporaryDirectory() + "psync-command-\(UUID().uuidString).log"
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        let pid = try spawn(arguments, outputPath: outputPath)
+        let pid = try spawn(arguments, outputPath: outputPath, environment: environment)
         let status = await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 var status: Int32 = 0
@@ -46,7 +47,7 @@ enum Command {
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
     }
 
-    private static func spawn(_ arguments: [String], outputPath: String) throws -> pid_t {
+    private static func spawn(_ arguments: [String], outputPath: String, environment: [String: String] = [:]) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -56,7 +57,16 @@ enum Command {
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, arguments[0], &actions, nil, argv, environ)
+        let result: Int32
+        if environment.isEmpty {
+            result = posix_spawn(&pid, arguments[0], &actions, nil, argv, environ)
+        } else {
+            var entries = ProcessInfo.processInfo.environment
+            for (name, value) in environment { entries[name] = value }
+            let envp: [UnsafeMutablePointer<CChar>?] = entries.map { strdup("\($0.key)=\($0.value)") } + [nil]
+            defer { envp.forEach { free($0) } }
+            result = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
+        }
         guard result == 0 else {
             throw EmbeddedPostgresError(.commandFailed, "cannot run \(arguments[0]): \(String(cString: strerror(result)))")
         }

@@ -50,14 +50,27 @@ public final class EmbeddedPostgres: Service, Sendable {
         let dataDirectory = URL(fileURLWithPath: configuration.dataDirectory).standardizedFileURL.path
         try prepareDirectory(dataDirectory, owner: runAs)
 
+        // The superuser's password: made at initdb, kept beside the data directory, readable by
+        // this process's user alone. Connections need it (scram-sha-256), so no other local
+        // user reaches the database, which as superuser could run programs as `postgres`.
+        let passwordFile = EmbeddedPostgresConfiguration.passwordFile(of: dataDirectory)
+        var password = try? String(contentsOfFile: passwordFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        var needsPassword = false
         if !FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") {
             logger.info("initializing embedded PostgreSQL", metadata: ["dataDirectory": "\(dataDirectory)"])
+            let secret = try Self.writeNewPassword(to: passwordFile)
+            password = secret
+            let pwfile = try Self.temporaryPasswordFile(secret, owner: runAs)
+            defer { try? FileManager.default.removeItem(atPath: pwfile) }
             try await check(
                 Command.run(
-                    [bin + "/initdb", "-D", dataDirectory, "-U", configuration.username, "-A", "trust",
+                    [bin + "/initdb", "-D", dataDirectory, "-U", configuration.username, "-A", "scram-sha-256", "--pwfile", pwfile,
                      "-E", "UTF8", "--locale=C.UTF-8", "--no-instructions"],
                     asUser: runAs),
                 "initdb")
+        } else if password == nil || (try? String(contentsOfFile: dataDirectory + "/pg_hba.conf", encoding: .utf8))?.contains(" trust") != false {
+            // A cluster made before passwords (trust): it gets one once it runs, below.
+            needsPassword = true
         }
         if FileManager.default.fileExists(atPath: dataDirectory + "/postmaster.pid") {
             // A cluster left running by a process that died: stop it so this one owns it.
@@ -79,8 +92,11 @@ public final class EmbeddedPostgres: Service, Sendable {
                  "-o", options.joined(separator: " ")],
                 asUser: runAs)
             if result.status == 0 {
+                if needsPassword {
+                    password = try await requirePassword(port: port, bin: bin, runAs: runAs, dataDirectory: dataDirectory, passwordFile: passwordFile)
+                }
                 let endpoint = EmbeddedPostgresEndpoint(
-                    host: "127.0.0.1", port: port, username: configuration.username, database: configuration.database)
+                    host: "127.0.0.1", port: port, username: configuration.username, database: configuration.database, password: password)
                 started.withLock { $0 = endpoint }
                 try await createDatabase(configuration.database, bin: bin, runAs: runAs)
                 logger.info("embedded PostgreSQL started", metadata: ["port": "\(port)"])
@@ -105,10 +121,53 @@ public final class EmbeddedPostgres: Service, Sendable {
         guard let endpoint = started.withLock({ $0 }) else { return }
         let result = try await Command.run(
             [bin + "/createdb", "-h", endpoint.host, "-p", "\(endpoint.port)", "-U", endpoint.username, name],
-            asUser: runAs)
+            asUser: runAs, environment: endpoint.password.map { ["PGPASSWORD": $0] } ?? [:])
         if result.status != 0, !result.text.contains("already exists") {
             throw EmbeddedPostgresError(.commandFailed, "createdb \(name) failed: \(result.text)")
         }
+    }
+
+    /// Gives a cluster initialized with `trust` (before passwords) a password, and makes
+    /// every connection need it.
+    private func requirePassword(port: Int, bin: String, runAs: String?, dataDirectory: String, passwordFile: String) async throws -> String {
+        let secret = try Self.writeNewPassword(to: passwordFile)
+        let sql = "ALTER ROLE \"\(configuration.username)\" PASSWORD '\(secret)'"
+        let sqlFile = try Self.temporaryPasswordFile(sql, owner: runAs)
+        defer { try? FileManager.default.removeItem(atPath: sqlFile) }
+        try await check(
+            Command.run([bin + "/psql", "-h", "127.0.0.1", "-p", "\(port)", "-U", configuration.username, "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-f", sqlFile], asUser: runAs),
+            "setting the database password")
+        let hba = dataDirectory + "/pg_hba.conf"
+        let rules = ["# Written by PartitionSync: every connection needs the password.", "host all all 127.0.0.1/32 scram-sha-256", "host all all ::1/128 scram-sha-256", ""]
+        let written = try Self.temporaryPasswordFile(rules.joined(separator: "\n"), owner: runAs)
+        defer { try? FileManager.default.removeItem(atPath: written) }
+        try await check(Command.run(["/bin/cp", written, hba], asUser: runAs), "pg_hba.conf")
+        try await check(Command.run([bin + "/pg_ctl", "reload", "-D", dataDirectory], asUser: runAs), "pg_ctl reload")
+        logger.notice("embedded PostgreSQL now requires a password", metadata: ["passwordFile": "\(passwordFile)"])
+        return secret
+    }
+
+    /// A new random password (hex, so it needs no escaping in a URL or SQL), written to
+    /// `path` with mode 0600.
+    static func writeNewPassword(to path: String) throws -> String {
+        var generator = SystemRandomNumberGenerator()
+        let secret = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        guard FileManager.default.createFile(atPath: path, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw EmbeddedPostgresError(.dataDirectoryUnusable, "cannot write the database password to \(path)")
+        }
+        chmod(path, 0o600)
+        return secret
+    }
+
+    /// A file only `owner` (or this process's user) can read, for a command that takes a
+    /// secret from a file.
+    static func temporaryPasswordFile(_ contents: String, owner: String?) throws -> String {
+        let path = NSTemporaryDirectory() + "psync-secret-\(UUID().uuidString)"
+        guard FileManager.default.createFile(atPath: path, contents: Data(contents.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw EmbeddedPostgresError(.commandFailed, "cannot write \(path)")
+        }
+        if let owner, let user = getpwnam(owner) { chown(path, user.pointee.pw_uid, user.pointee.pw_gid) }
+        return path
     }
 
     /// Stops the cluster, letting open transactions end (`fast` mode).

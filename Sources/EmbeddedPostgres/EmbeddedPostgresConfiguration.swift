@@ -1,3 +1,5 @@
+import Foundation
+
 /// Settings of a private PostgreSQL cluster.
 public struct EmbeddedPostgresConfiguration: Sendable, Hashable {
     /// The cluster's data directory; created and initialized (initdb) on first start.
@@ -7,8 +9,8 @@ public struct EmbeddedPostgresConfiguration: Sendable, Hashable {
     public var binDirectory: String?
     /// The loopback port to listen on. `nil` (the default) picks a free one at each start.
     public var port: Int?
-    /// The superuser initdb creates; connections use it without a password over loopback.
-    /// Default `psync`.
+    /// The superuser initdb creates. Its password is made at initdb and kept in
+    /// ``passwordFile(of:)`` (mode 0600); every connection needs it. Default `psync`.
     public var username: String
     /// The database created after the first start. Default `psync`.
     public var database: String
@@ -37,15 +39,36 @@ public struct EmbeddedPostgresConfiguration: Sendable, Hashable {
     }
 }
 
+extension EmbeddedPostgresConfiguration {
+    /// Where the superuser's password of the cluster in `dataDirectory` is kept: beside it,
+    /// `<dataDirectory>.password`, readable by the server's user alone.
+    public static func passwordFile(of dataDirectory: String) -> String {
+        URL(fileURLWithPath: dataDirectory).standardizedFileURL.path + ".password"
+    }
+}
+
 /// Where a started cluster listens.
 public struct EmbeddedPostgresEndpoint: Sendable, Hashable {
     public var host: String
     public var port: Int
     public var username: String
     public var database: String
+    /// The superuser's password.
+    public var password: String?
 
-    /// `postgres://user@host:port/database`, for `DATABASE_URL`.
-    public var url: String { "postgres://\(username)@\(host):\(port)/\(database)?sslmode=disable" }
+    public init(host: String, port: Int, username: String, database: String, password: String? = nil) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.database = database
+        self.password = password
+    }
+
+    /// `postgres://user:password@host:port/database`, for `DATABASE_URL`.
+    public var url: String {
+        let credentials = password.map { "\(username):\($0)" } ?? username
+        return "postgres://\(credentials)@\(host):\(port)/\(database)?sslmode=disable"
+    }
 }
 
 /// Why the embedded cluster could not start or stop.

@@ -13,20 +13,27 @@ public enum RChat {
     static var allUsers: Partition { RChatPartitions.allUsers }
     static func userPartition(_ userID: String) -> Partition { RChatPartitions.user(userID) }
     static func conversationPartition(_ conversationID: String) -> Partition { RChatPartitions.conversation(conversationID) }
+    static func userKey(_ id: String) -> ObjectKey { try! ObjectKey(collection: User.collection, id: id) }
+    static func chatsterKey(_ id: String) -> ObjectKey { try! ObjectKey(collection: Chatster.collection, id: id) }
 
     /// Which collection lives under which partition key.
     static let collections: [String: String] = ["user": User.collection, "conversation": ChatMessage.collection, "all-users": Chatster.collection]
 
-    /// The application to serve: rules, validators, triggers and indexes.
-    public static var application: SyncApplication {
+    /// The application to serve with the default ``RChatLimits``: rules, validators,
+    /// triggers and indexes.
+    public static var application: SyncApplication { application(limits: RChatLimits()) }
+
+    /// The application to serve with other limits. `membership=<conversationId>` partitions
+    /// hold the server's membership records and have no rule: no client reads or writes them.
+    public static func application(limits: RChatLimits) -> SyncApplication {
         var permissions = Permissions()
         permissions.register(UserPartitionRule(), forKey: "user")
         permissions.register(ConversationRule(), forKey: "conversation")
         permissions.register(AllUsersRule(), forKey: "all-users")
-        permissions.add(RChatValidator())
+        permissions.add(RChatValidator(limits: limits))
         return SyncApplication(
             permissions: permissions,
-            triggers: RChatTriggers.all,
+            triggers: RChatTriggers.all(limits: limits),
             indexes: [
                 try! .field(collection: User.collection, path: "userName"),
                 try! .arrayElements(collection: User.collection, path: "conversations", field: "id"),

@@ -12,9 +12,13 @@ struct UserPartitionRule: PermissionRule {
     }
 }
 
-/// `conversation=C`: read and written only by users whose own User record lists C. The rule
-/// reads the User record, so it depends on the user's partition: when the user leaves the
-/// conversation, their subscription to it ends.
+/// `conversation=C`: read and written only by the members of C, as its membership record
+/// (``ConversationMembership``, written by the server alone) lists them. Listing C in one's
+/// own User record grants nothing once C exists; it only claims C while no record exists yet,
+/// so that a creator may post at once, before the membership trigger has recorded the new
+/// conversation (whoever lists C first in commit order becomes its creator, and everyone else
+/// who listed it is dropped). The decision depends on the membership record and on the user's
+/// own record: when either changes so that it may flip, open subscriptions are checked again.
 struct ConversationRule: PermissionRule {
     func canRead(_ principal: Principal, _ partition: Partition, context: PermissionContext) async throws -> Bool {
         try await isMember(principal, partition, context)
@@ -25,13 +29,20 @@ struct ConversationRule: PermissionRule {
     }
 
     func inputs(of principal: Principal, for partition: Partition) -> [Partition] {
-        principal.userID.map { [RChat.userPartition($0)] } ?? []
+        guard let userID = principal.userID else { return [] }
+        return [ConversationMembership.partition(partition.value), RChat.userPartition(userID)]
     }
 
-    /// Only a change of the user's own User record that adds or removes this conversation;
-    /// not, say, its unread count.
+    /// A change of the conversation's membership that adds or removes the user (or creates
+    /// the record), or a change of the user's own record that adds or removes the
+    /// conversation; not, say, an unread count.
     func decisions(of principal: Principal, on partition: Partition, canChangeWith change: ObjectChange) -> Bool {
-        guard change.key.collection == User.collection, change.key.id == principal.userID else { return false }
+        guard let userID = principal.userID else { return false }
+        if change.key == ConversationMembership.key(partition.value) {
+            return (change.before.body == nil) != (change.after.body == nil)
+                || ConversationMembership.lists(userID, in: change.before.body) != ConversationMembership.lists(userID, in: change.after.body)
+        }
+        guard change.key.collection == User.collection, change.key.id == userID else { return false }
         return Self.lists(change.before.body, partition) != Self.lists(change.after.body, partition)
     }
 
@@ -41,7 +52,11 @@ struct ConversationRule: PermissionRule {
 
     private func isMember(_ principal: Principal, _ partition: Partition, _ context: PermissionContext) async throws -> Bool {
         guard let userID = principal.userID else { return false }
-        guard let user = try await context.object(ObjectKey(collection: User.collection, id: userID)) else { return false }
+        if let membership = try await context.object(ConversationMembership.key(partition.value)) {
+            return ConversationMembership.lists(userID, in: membership.body)
+        }
+        // Not created yet: the user's own listing claims it until the trigger records it.
+        guard let user = try await context.object(RChat.userKey(userID)) else { return false }
         return Self.lists(user.body, partition)
     }
 }

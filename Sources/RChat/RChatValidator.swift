@@ -8,9 +8,12 @@ import SyncStorage
 ///   User in a conversation);
 /// - a ChatMessage's `author` is the writer's own userName, and only the author may change or
 ///   delete a message;
-/// - a User record is created and deleted by the server only, and its owner cannot change its
-///   `userName` (`_id` and `partition` the engine already protects).
+/// - a User record is created and deleted by the server only, and what its owner writes into it
+///   keeps the model's shape and ``RChatLimits`` (``UserRecordCheck``; `_id` and `partition`
+///   the engine already protects).
 struct RChatValidator: WriteValidator {
+    let limits: RChatLimits
+
     /// Users' names, read once: a userName never changes (see below), so a message's author
     /// check costs no read after the user's first message.
     let userNames = UserNames()
@@ -34,9 +37,7 @@ struct RChatValidator: WriteValidator {
         case User.collection:
             switch (change.before, change.after) {
             case (.live(let before), .live(let after)):
-                if before["userName"] != after["userName"] {
-                    throw SyncError(.validationFailed, "a User record's userName cannot be changed")
-                }
+                try UserRecordCheck(limits: limits).check(before: before, after: after)
             case (.live, _):
                 throw SyncError(.validationFailed, "a User record is deleted with the account, not by the client")
             default:
@@ -49,7 +50,7 @@ struct RChatValidator: WriteValidator {
 
     private func userName(of userID: String, _ context: ValidationContext) async throws -> String {
         if let name = userNames[userID] { return name }
-        let key = try ObjectKey(collection: User.collection, id: userID)
+        let key = RChat.userKey(userID)
         guard let name = try await context.transaction.load([key])[key]?.state.body?["userName"]?.stringValue else {
             throw SyncError(.validationFailed, "your User record does not exist yet")
         }

@@ -185,7 +185,8 @@ public final class WriteTransaction {
             for key in OperationApplier.keys(of: operations[partition]!) {
                 guard let entry = stored[key] else { continue }
                 guard entry.partition == partition.description else {
-                    throw SyncError(.partitionMismatch, "\(key) belongs to another partition than \(partition)")
+                    try Self.checkForeign(key, operations[partition]!, partition)
+                    continue
                 }
                 current[key] = entry.state
             }
@@ -285,6 +286,17 @@ public final class WriteTransaction {
         try await write(pending)
     }
 
+    /// To the operations of one partition, an object of another partition is absent: `set`,
+    /// `increment` and the other edits answer `not_found` and `delete` does nothing, exactly
+    /// as for an id nobody used, so an upload cannot tell whether an id exists in a partition
+    /// its author may not read. Only a `put` cannot pretend, since ids are unique across
+    /// partitions: `partition_mismatch`.
+    static func checkForeign(_ key: ObjectKey, _ operations: [SyncOperation], _ partition: Partition) throws(SyncError) {
+        if operations.contains(where: { if case .put(key, _) = $0 { return true } else { return false } }) {
+            throw SyncError(.partitionMismatch, "\(key) is the id of an object of another partition than \(partition)")
+        }
+    }
+
     /// The changes of `operations` on the current state of their objects, validated.
     private func compute(
         _ operations: [SyncOperation], in partition: Partition,
@@ -294,7 +306,8 @@ public final class WriteTransaction {
         var current: [ObjectKey: DocumentState] = [:]
         for (key, entry) in stored {
             guard entry.partition == partition.description else {
-                throw SyncError(.partitionMismatch, "\(key) belongs to another partition than \(partition)")
+                try Self.checkForeign(key, operations, partition)
+                continue
             }
             current[key] = entry.state
         }

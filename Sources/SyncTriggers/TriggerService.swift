@@ -414,7 +414,10 @@ public final class TriggerService: Service, Sendable {
                     service.logger.warning(
                         "trigger handler failed",
                         metadata: ["trigger": "\(trigger.name)", "event": "\(event.position)", "attempt": "\(attempt)", "error": "\(text.prefix(300))"])
-                    if attempt >= trigger.retry.attempts {
+                    // A refusal of the handler's writes (an invalid path, a type mismatch, a body over
+                    // the limit) comes from the data and would come back on every attempt: it is
+                    // dead-lettered at once, so the events behind it do not wait for the retries.
+                    if attempt >= trigger.retry.attempts || Self.isPermanent(error) {
                         try await deadLetter(event, attempts: attempt, error: TriggerError(.handlerFailed, text), concurrent: concurrent)
                         return
                     }
@@ -424,6 +427,14 @@ public final class TriggerService: Service, Sendable {
                     attempt += 1
                 }
             }
+        }
+
+        /// Whether a handler's error would come back on a retry: a ``SyncError`` of the engine
+        /// refusing the handler's own operations, which depends on the data alone. The database
+        /// being unavailable, an internal error and everything else are retried.
+        static func isPermanent(_ error: any Error) -> Bool {
+            guard let error = error as? SyncError else { return false }
+            return error.code != .internal && error.code != .unavailable
         }
 
         private func deadLetter(_ event: ChangeEvent, attempts: Int, error: TriggerError, concurrent: Bool) async throws {

@@ -53,6 +53,63 @@ struct EmbeddedPostgresTests {
         try await owner.stop()
     }
 
+    /// Whether a connection with these credentials is refused for its password
+    /// (`28P01` invalid_password), as PostgreSQL answers a client without the right one.
+    func refused(_ endpoint: EmbeddedPostgresEndpoint) async -> Bool {
+        do {
+            let configuration = try DatabaseURL(endpoint.url).connectionConfiguration()
+            let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: Logger(label: "test"))
+            try? await connection.close()
+            return false
+        } catch let error as PSQLError {
+            // Without a password postgres-nio refuses the server's password request itself;
+            // with a wrong one the server answers invalid_password.
+            if error.code == .authMechanismRequiresPassword || error.serverInfo?[.sqlState] == "28P01" { return true }
+            Issue.record("unexpected \(String(reflecting: error))")
+            return false
+        } catch {
+            Issue.record("unexpected \(String(reflecting: error))")
+            return false
+        }
+    }
+
+    @Test("finding 9: every connection needs the password only the server has; a cluster made with trust gets one")
+    func passwordRequired() async throws {
+        let directory = NSTemporaryDirectory() + "psync-embedded-test-\(UUID().uuidString)"
+        let passwordFile = EmbeddedPostgresConfiguration.passwordFile(of: directory + "/data")
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: passwordFile)
+        }
+        let configuration = EmbeddedPostgresConfiguration(dataDirectory: directory + "/data", durable: false)
+        let postgres = EmbeddedPostgres(configuration: configuration, logger: Logger(label: "test"))
+        var endpoint = try await postgres.start()
+        let attributes = try FileManager.default.attributesOfItem(atPath: passwordFile)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        #expect(endpoint.password?.count == 64)
+        #expect(try await query(endpoint, "SELECT 'in'") == ["in"])
+        var stranger = endpoint
+        stranger.password = nil
+        #expect(await refused(stranger))
+        stranger.password = "guess"
+        #expect(await refused(stranger))
+        try await postgres.stop()
+
+        // A cluster initialized before passwords: trust for everyone, no password file.
+        let hba = directory + "/data/pg_hba.conf"
+        let trusting = "host all all 127.0.0.1/32 trust\n"
+        try trusting.write(toFile: hba, atomically: false, encoding: .utf8)
+        try FileManager.default.removeItem(atPath: passwordFile)
+        let again = EmbeddedPostgres(configuration: configuration, logger: Logger(label: "test"))
+        endpoint = try await again.start()
+        #expect(try await query(endpoint, "SELECT 'in'") == ["in"])
+        stranger = endpoint
+        stranger.password = nil
+        #expect(await refused(stranger))
+        #expect(try String(contentsOfFile: passwordFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) == endpoint.password)
+        try await again.stop()
+    }
+
     @Test("a folder without the binaries is a clear error")
     func missingBinaries() async throws {
         let directory = NSTemporaryDirectory() + "psync-none-\(UUID().uuidString)"

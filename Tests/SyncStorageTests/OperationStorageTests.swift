@@ -117,19 +117,25 @@ struct OperationStorageTests {
         }
     }
 
-    @Test("an operation on an object of another partition is partition_mismatch and writes nothing")
+    @Test("an object of another partition is absent to this one: edits are not_found, a delete does nothing, a put is partition_mismatch")
     func otherPartition() async throws {
         try await TestDatabase.with { db in
             let store = db.store()
             try await store.apply([.put(record, body: initial)], in: user)
             let other = partition("user=u2")
             let own = key("User", "u2")
-            #expect(await errorCode { try await store.apply([.put(own, body: [:]), .set(record, path: path("name"), value: "x")], in: other) } == .partitionMismatch)
+            // The same answers as for an id nobody used, so the existence of `record` does not show.
+            let unused = key("User", "nobody")
+            for target in [record, unused] {
+                #expect(await errorCode { try await store.apply([.put(own, body: [:]), .set(target, path: path("name"), value: "x")], in: other) } == .notFound)
+                #expect(await errorCode { try await store.apply([.increment(target, path: path("n"), by: 1)], in: other) } == .notFound)
+            }
             #expect(await errorCode { try await store.apply([.put(record, body: ["name": "x"])], in: other) } == .partitionMismatch)
-            #expect(await errorCode { try await store.apply([.delete(record)], in: other) } == .partitionMismatch)
-            #expect(try await store.body(of: own) == nil)
-            #expect(try await store.body(of: record)?["name"] == "Ann")
             #expect(try await store.headVersion(of: other) == 0)
+            #expect(try await store.body(of: own) == nil)
+            try await store.apply([.delete(record)], in: other)
+            try await store.apply([.delete(unused)], in: other)
+            #expect(try await store.body(of: record)?["name"] == "Ann")
         }
     }
 

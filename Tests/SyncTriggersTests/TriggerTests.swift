@@ -6,6 +6,12 @@ import SyncTesting
 import SyncTriggers
 import Testing
 
+/// An error of a handler that a later attempt may not meet: retried.
+struct NotYet: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
 /// Counts calls across tasks.
 final class Calls: Sendable {
     private let count = Mutex(0)
@@ -111,7 +117,7 @@ struct TriggerTests {
             let store = db.store()
             let poison = Trigger(name: "poison", collections: ["Message"], retry: .init(attempts: 3, initialBackoff: .milliseconds(5))) { event, context in
                 if event.after?["poison"] == true, try await context.body(of: key("Switch", "fixed")) == nil {
-                    throw SyncError(.validationFailed, "poisoned message")
+                    throw NotYet(message: "poisoned message")
                 }
                 try await context.apply([.put(key("Tally", "t"), body: [:]), .increment(key("Tally", "t"), path: path("messages"), by: 1)], in: partition("tally=all"))
             }
@@ -137,6 +143,30 @@ struct TriggerTests {
                 let report = try await admin.reports().first
                 #expect(report?.name == "poison")
                 #expect(report?.deadLetters == 0)
+            }
+        }
+    }
+
+    @Test("a handler's write refused by the engine is dead-lettered at its first attempt: the events behind it do not wait for retries")
+    func refusalIsNotRetried() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            // Backoff of an hour: were the refusal retried, the good message would wait for it
+            // past the test's time limit.
+            let strict = Trigger(name: "strict", collections: ["Message"], retry: .init(attempts: 5, initialBackoff: .seconds(3600))) { event, context in
+                let target = event.after?["target"]?.stringValue ?? "n"
+                // A path through a string: type_mismatch, however often it is tried.
+                try await context.apply([.put(key("Tally", "t"), body: ["s": "text"]), .increment(key("Tally", "t"), path: path(target), by: 1)], in: partition("tally=all"))
+            }
+            let service = TriggerHarness.service(store, [strict])
+            try await TriggerHarness.running([service]) {
+                try await store.upload(Upload(partition: room, operations: [.put(key("Message", "bad"), body: ["target": "s.deeper"])], principal: "u"))
+                try await store.upload(Upload(partition: room, operations: [.put(key("Message", "good"), body: [:])], principal: "u"))
+                #expect(try await TriggerHarness.eventually { try await tallyBody(store)?["n"] == 1 })
+                let letters = try await TriggerLedger(store: store).deadLetters()
+                #expect(letters.count == 1)
+                #expect(letters.first?.attempts == 1)
+                #expect(letters.first?.error.contains("type_mismatch") == true)
             }
         }
     }
