@@ -25,7 +25,7 @@ struct UserRecordCheck {
     let limits: RChatLimits
 
     func check(before: [String: JSONValue], after: [String: JSONValue]) throws(SyncError) {
-        if let unknown = after.keys.sorted().first(where: { !Self.fields.contains($0) }) {
+        if let unknown = after.keys.sorted().first(where: { !Self.fields.contains($0) && before[$0] != after[$0] }) {
             throw refusal("a User record has no field '\(unknown)'")
         }
         if before["userName"] != after["userName"] {

@@ -48,17 +48,26 @@ struct SyncClientTests {
     func offlineQueue() async throws {
         try await ClientHarness.withSignedInUser { ann in
             let (server, client, mine, userKey) = (ann.server, ann.client, ann.partition, ann.userKey)
+            // A room of her own, whose unread count the increments raise (RChat's User record
+            // takes no field outside its model).
+            let room: JSONValue = ["id": "c-count", "displayName": "Count", "unreadCount": 0, "members": []]
+            try await client.write([.arrayAppend(userKey, path: path("conversations"), value: room)], in: mine)
+            #expect(await client.waitUntilUploaded(timeout: .seconds(30)))
+            let count = path("conversations[id=c-count].unreadCount")
+            func counted(_ body: [String: JSONValue]?) -> Int64? {
+                body?["conversations"]?.arrayValue?.first { $0["id"] == "c-count" }?["unreadCount"]?.intValue
+            }
             await server.kill()
             #expect(await client.waitUntilOffline(timeout: .seconds(10)))
             for _ in 0..<10 {
-                try await client.write([.increment(userKey, path: path("counter"), by: 1)], in: mine)
+                try await client.write([.increment(userKey, path: count, by: 1)], in: mine)
             }
             // Offline, the local copy already shows them.
-            #expect(try await client.objects(in: mine).first?.body?["counter"] == 10)
+            #expect(counted(try await client.objects(in: mine).first?.body) == 10)
             #expect(try await client.unacknowledgedWrites() == 10)
             try await server.start()
             #expect(await client.waitUntilUploaded(timeout: .seconds(30)))
-            #expect(try await ann.database.store().body(of: userKey)?["counter"] == 10)
+            #expect(counted(try await ann.database.store().body(of: userKey)) == 10)
         }
     }
 
@@ -72,12 +81,12 @@ struct SyncClientTests {
             let frozen = ContinuousClock.now
             #expect(await client.waitUntilOffline(timeout: .seconds(10)))
             #expect(ContinuousClock.now - frozen < .seconds(5))
-            try await client.write([.set(userKey, path: path("note"), value: "written while frozen")], in: mine)
+            try await client.write([.set(userKey, path: path("userPreferences.displayName"), value: "written while frozen")], in: mine)
             kill(pid, SIGCONT)
             #expect(await client.waitUntilOnline(timeout: .seconds(20)))
             #expect(await client.waitUntilUploaded(timeout: .seconds(20)))
             #expect(await client.waitUntilUpToDate(mine, timeout: .seconds(10)))
-            #expect(try await ann.database.store().body(of: userKey)?["note"] == "written while frozen")
+            #expect(try await ann.database.store().body(of: userKey)?["userPreferences"]?["displayName"] == "written while frozen")
         }
     }
 
