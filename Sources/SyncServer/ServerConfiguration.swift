@@ -41,8 +41,10 @@ public struct ServerConfiguration: Sendable {
 
 /// Settings of authentication.
 public struct AuthConfiguration: Sendable {
-    /// Secret for signing access tokens (HS256), at least 32 bytes. `nil`: a random secret per
-    /// process, so tokens do not survive a restart and are not accepted by other instances.
+    /// Secret for signing access tokens (HS256): at least 32 bytes, and neither a published
+    /// example, a placeholder nor low in entropy (``JWTSecretPolicy``), or the server refuses
+    /// to start. `nil`: a random secret per process, so tokens do not survive a restart and
+    /// are not accepted by other instances.
     public var jwtSecret: String?
     /// Lifetime of an access token. Default 15 minutes.
     public var accessTokenLifetime: Duration = .seconds(15 * 60)

@@ -20,7 +20,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Port to listen on; 0 picks a free one (env PSYNC_PORT).")
     var port: Int = ProcessInfo.processInfo.environment["PSYNC_PORT"].flatMap(Int.init) ?? 8080
 
-    @Option(name: .customLong("jwt-secret"), help: "Secret for signing access tokens, at least 32 bytes (env PSYNC_JWT_SECRET).")
+    @Option(name: .customLong("jwt-secret"), help: "Secret for signing access tokens, at least 32 bytes of random; make one with `openssl rand -base64 48` (env PSYNC_JWT_SECRET).")
     var jwtSecretOption: String?
 
     var jwtSecret: String? {
@@ -51,6 +51,11 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "psync")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        // Anyone who knows the secret can sign in as any user: a weak one stops the start.
+        if let jwtSecret, let weakness = JWTSecretPolicy.weakness(of: jwtSecret) {
+            FileHandle.standardError.write(Data("psync: fatal: PSYNC_JWT_SECRET \(weakness); \(JWTSecretPolicy.advice)\n".utf8))
+            throw ExitCode(78)  // EX_CONFIG
+        }
         let (url, embedded) = try await database.resolve(logger: logger)
         var configuration = ServerConfiguration()
         configuration.host = host
