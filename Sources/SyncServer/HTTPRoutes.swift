@@ -15,14 +15,17 @@ struct HTTPRoutes: Sendable {
     let metrics: ServerMetrics
     let readiness: Readiness
     let triggers: TriggerAdmin
-    /// Service names whose API keys may use the admin endpoints.
+    /// Service names whose API keys may use the admin endpoints and read `/metrics`.
     let adminServices: Set<String>
+    /// Whether `/metrics` answers without an admin API key.
+    let metricsPublic: Bool
 
     func add(to router: Router<SyncRequestContext>) {
         router.get("health") { _, _ in Response.json(["status": "ok"]) }
         router.get("ready") { _, context in try await self.ready(context) }
-        router.get("metrics") { _, _ in
-            Response(
+        router.get("metrics") { request, _ in
+            if !self.metricsPublic { try await self.requireAdmin(request) }
+            return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: .init(string: self.metrics.render())))
         }
@@ -149,7 +152,7 @@ struct HTTPRoutes: Sendable {
 
     private func requireAdmin(_ request: Request) async throws {
         guard case .service(let name) = try await authenticate(request), adminServices.contains(name) else {
-            throw SyncError(.permissionDenied, "the admin endpoints take an admin API key")
+            throw SyncError(.permissionDenied, "the admin endpoints and /metrics take an admin API key")
         }
     }
 

@@ -21,8 +21,12 @@ public struct ServerConfiguration: Sendable {
     /// How long an instance's presence rows live without renewal: when an instance dies, its
     /// users' sessions count as closed after at most this. Default 15 seconds.
     public var presenceLease: Duration = .seconds(15)
-    /// Service names whose API keys may use the admin endpoints (`/v1/admin/…`). Default `admin`.
+    /// Service names whose API keys may use the admin endpoints (`/v1/admin/…`) and read
+    /// `/metrics`. Default `admin`.
     public var adminServices: Set<String> = ["admin"]
+    /// Whether `/metrics` answers without an admin API key, for a scraper on a private
+    /// network that cannot send one. Default `false`.
+    public var metricsPublic: Bool = false
     /// How often the instance reads the versions of the partitions its sessions follow, in
     /// case a commit's notification was lost (its writer died between COMMIT and the
     /// notification). Default 1 second.

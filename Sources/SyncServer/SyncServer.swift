@@ -148,15 +148,22 @@ public final class SyncServer: Service, Sendable {
         HTTPRoutes(
             store: store, auth: auth, permissions: permissions, uploads: uploads, metrics: metrics, readiness: readiness,
             triggers: TriggerAdmin(store: store, triggers: application.triggers, logger: logger),
-            adminServices: configuration.adminServices
+            adminServices: configuration.adminServices, metricsPublic: configuration.metricsPublic
         ).add(to: router)
+        let refusals = UpgradeRefusals()
 
         let webSocketRouter = Router(context: SyncRequestContext.self)
         webSocketRouter.add(middleware: ErrorMiddleware(metrics: metrics))
-        webSocketRouter.ws("v1/sync") { request, _ in
+        webSocketRouter.ws("v1/sync") { request, context in
             // A credential in the header must be valid; without one, the client sends `auth`.
             if let credential = request.bearerCredential {
-                _ = try await auth.authenticate(bearer: credential)
+                do {
+                    _ = try await auth.authenticate(bearer: credential)
+                } catch let error as SyncError {
+                    // Answered 401 with the error body, not the WebSocket layer's bare 400.
+                    refusals.refuse(context.channel, error)
+                    return .dontUpgrade
+                }
             }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
@@ -189,7 +196,9 @@ public final class SyncServer: Service, Sendable {
                 webSocketRouter: webSocketRouter,
                 // No automatic pings: a client that stays silent is closed after the idle
                 // timeout (clients ping), and a pinging task per connection is memory.
-                configuration: .init(ws: .init(maxFrameSize: configuration.sessions.maximumFrameBytes, autoPing: .disabled, validateUTF8: true))),
+                configuration: .init(
+                    http1: .init(additionalChannelHandlers: [refusals.makeHandler()]),
+                    ws: .init(maxFrameSize: configuration.sessions.maximumFrameBytes, autoPing: .disabled, validateUTF8: true))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: configuration.name),
             // Shut down in reverse order: the server first.
             services: [hub, listener, triggers, presence, maintenance, instances, sessions],

@@ -33,6 +33,13 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("bcrypt-cost"), help: "bcrypt cost of password hashes (env PSYNC_BCRYPT_COST).")
     var bcryptCost: UInt8 = ProcessInfo.processInfo.environment["PSYNC_BCRYPT_COST"].flatMap(UInt8.init) ?? 12
 
+    @Flag(name: .customLong("metrics-public"), help: "Serve /metrics without an admin API key (env PSYNC_METRICS_PUBLIC=true).")
+    var metricsPublicFlag = false
+
+    var metricsPublic: Bool {
+        metricsPublicFlag || ["1", "true", "yes"].contains(ProcessInfo.processInfo.environment["PSYNC_METRICS_PUBLIC"]?.lowercased() ?? "")
+    }
+
     @Option(name: .customLong("idle-timeout"), help: "Seconds a WebSocket may stay silent before it is closed (env PSYNC_IDLE_TIMEOUT).")
     var idleTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_IDLE_TIMEOUT"].flatMap(Int.init) ?? 60
 
@@ -63,6 +70,7 @@ struct Serve: AsyncParsableCommand {
         configuration.auth.jwtSecret = try jwtSecret ?? database.persistentJWTSecret(embedded: embedded != nil, logger: logger)
         configuration.auth.accessTokenLifetime = .seconds(accessTokenTTL)
         configuration.auth.bcryptCost = bcryptCost
+        configuration.metricsPublic = metricsPublic
         configuration.sessions.idleTimeout = .seconds(idleTimeout)
         configuration.triggers.leaseDuration = .seconds(triggerLease)
         configuration.triggers.leaseRenewal = .milliseconds(max(100, triggerLease * 1000 / 5))
