@@ -30,9 +30,10 @@ struct HTTPRoutes: Sendable {
                 body: .init(byteBuffer: .init(string: self.metrics.render())))
         }
         let authGroup = router.group("v1/auth")
-        authGroup.post("register") { request, _ in
+        authGroup.post("register") { request, context in
             let (email, password) = try await self.credentials(request)
-            return Response.json(try await self.auth.register(email: email, password: password).json, status: .created)
+            let tokens = try await self.auth.register(email: email, password: password, address: context.remoteAddress)
+            return Response.json(tokens.json, status: .created)
         }
         authGroup.post("login") { request, context in
             let (email, password) = try await self.credentials(request)

@@ -1,3 +1,4 @@
+import NIOCore
 import SyncStorage
 import SyncTriggers
 
@@ -58,12 +59,26 @@ public struct AuthConfiguration: Sendable {
     public var bcryptCost: UInt8 = 12
     /// Shortest password accepted. Default 8.
     public var minimumPasswordLength: Int = 8
-    /// Failed logins allowed per account in one window. Default 10.
-    public var failuresPerAccount: Int = 10
-    /// Failed logins allowed per client address in one window. Default 50.
+    /// Failed logins allowed for one account from one client address in one window; then
+    /// that address may not log in to that account until the window ends. Default 10.
+    public var failuresPerAccountAddress: Int = 10
+    /// Failed logins allowed per client address in one window, whatever the account. Default 50.
     public var failuresPerAddress: Int = 50
+    /// Failed logins of one account, from all addresses, in one window after which its logins
+    /// are slowed to one per ``accountBackoff`` (never locked). Default 100.
+    public var failuresPerAccount: Int = 100
+    /// The wait after an account's failed login once it is over ``failuresPerAccount``. Default 1 second.
+    public var accountBackoff: Duration = .seconds(1)
     /// The window of the failed-login limits. Default 15 minutes.
     public var failureWindow: Duration = .seconds(15 * 60)
+    /// Registrations allowed per client address in one ``registrationWindow``. Default 10.
+    public var registrationsPerAddress: Int = 10
+    /// The window of the registration limit. Default 1 hour.
+    public var registrationWindow: Duration = .seconds(3600)
+    /// bcrypt hashes and verifications run at once; more wait. Default: the number of cores.
+    public var passwordHashConcurrency: Int = System.coreCount
+    /// Registrations and logins that may wait for bcrypt; more are answered `rate_limited`. Default 64.
+    public var passwordHashQueue: Int = 64
 
     public init(jwtSecret: String?) {
         self.jwtSecret = jwtSecret

@@ -137,8 +137,10 @@ public final class SyncServer: Service, Sendable {
             registry: InstanceRegistry(store: store, instance: instance, lease: configuration.changePollInterval * 5),
             interval: configuration.changePollInterval, logger: logger)
         runningInstances.withLock { $0 = instances }
+        // Registration counters share the failures' table and outlive it when their window is longer.
         let maintenance = MaintenanceService(
-            store: store, retention: configuration.retention, failureWindow: configuration.auth.failureWindow, logger: logger)
+            store: store, retention: configuration.retention,
+            failureWindow: max(configuration.auth.failureWindow, configuration.auth.registrationWindow), logger: logger)
         let services = SessionServices(
             store: store, hub: hub, permissions: permissions, auth: auth, uploads: uploads, metrics: metrics,
             presence: presence, configuration: configuration.sessions, logger: logger)

@@ -110,11 +110,11 @@ struct AuthTests {
         }
     }
 
-    @Test("failed logins are rate limited per account and per address")
+    @Test("failed logins are rate limited per account and address, and per address")
     func rateLimit() async throws {
         try await TestDatabase.with { db in
             try await TestServer.with(database: db.url, configure: {
-                $0.auth.failuresPerAccount = 3
+                $0.auth.failuresPerAccountAddress = 3
                 $0.auth.failuresPerAddress = 6
             }) { server in
                 _ = try await server.register("ann@example.com")
