@@ -59,6 +59,9 @@ public struct AuthConfiguration: Sendable {
     public var bcryptCost: UInt8 = 12
     /// Shortest password accepted. Default 8.
     public var minimumPasswordLength: Int = 8
+    /// How long a used refresh token still answers, with another token of its family, for a
+    /// client whose refresh answer was lost; reused later, it revokes the family. Default 10 seconds.
+    public var refreshReuseGrace: Duration = .seconds(10)
     /// Failed logins allowed for one account from one client address in one window; then
     /// that address may not log in to that account until the window ends. Default 10.
     public var failuresPerAccountAddress: Int = 10

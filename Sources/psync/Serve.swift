@@ -33,6 +33,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("bcrypt-cost"), help: "bcrypt cost of password hashes (env PSYNC_BCRYPT_COST).")
     var bcryptCost: UInt8 = ProcessInfo.processInfo.environment["PSYNC_BCRYPT_COST"].flatMap(UInt8.init) ?? 12
 
+    @Option(name: .customLong("refresh-grace"), help: "Seconds a used refresh token still answers, for a client whose answer was lost (env PSYNC_REFRESH_GRACE).")
+    var refreshGrace: Int = ProcessInfo.processInfo.environment["PSYNC_REFRESH_GRACE"].flatMap(Int.init) ?? 10
+
     @Option(name: .customLong("registrations-per-address"), help: "Registrations allowed per client address per registration window (env PSYNC_REGISTRATIONS_PER_ADDRESS).")
     var registrationsPerAddress: Int = ProcessInfo.processInfo.environment["PSYNC_REGISTRATIONS_PER_ADDRESS"].flatMap(Int.init) ?? 10
 
@@ -97,6 +100,7 @@ struct Serve: AsyncParsableCommand {
         configuration.auth.jwtSecret = try jwtSecret ?? database.persistentJWTSecret(embedded: embedded != nil, logger: logger)
         configuration.auth.accessTokenLifetime = .seconds(accessTokenTTL)
         configuration.auth.bcryptCost = bcryptCost
+        configuration.auth.refreshReuseGrace = .seconds(refreshGrace)
         configuration.auth.registrationsPerAddress = registrationsPerAddress
         configuration.auth.registrationWindow = .seconds(registrationWindow)
         configuration.auth.failuresPerAccountAddress = failuresPerAccountAddress
