@@ -1,15 +1,13 @@
-import Crypto
 import Foundation
-import HummingbirdBcrypt
 import Logging
-import NIOPosix
 import PostgresNIO
 import SyncProtocol
 import SyncStorage
 
 /// Accounts and credentials: registration and login with bcrypt password hashes, short-lived
 /// JWT access tokens, rotating refresh tokens stored hashed, and API keys for back-end
-/// services. Failed logins are limited per account and per client address, across instances.
+/// services. Registrations are limited per client address and failed logins per account and
+/// address, per address, and per account (docs/PROTOCOL.md, "Limits"), across instances.
 public final class AuthService: Sendable {
     /// What a successful registration, login or refresh returns.
     public struct Tokens: Sendable, Hashable {
@@ -30,6 +28,8 @@ public final class AuthService: Sendable {
     let store: ObjectStore
     let configuration: AuthConfiguration
     let issuer: TokenIssuer
+    /// All bcrypt work of this instance goes through it.
+    public let hasher: PasswordHasher
     let logger: Logger
     var client: PostgresClient { store.client }
 
@@ -37,18 +37,23 @@ public final class AuthService: Sendable {
         self.store = store
         self.configuration = configuration
         self.issuer = issuer
+        self.hasher = PasswordHasher(
+            cost: configuration.bcryptCost, concurrency: configuration.passwordHashConcurrency,
+            queueLimit: configuration.passwordHashQueue)
         self.logger = logger
     }
 
     // MARK: Accounts
 
-    /// Creates an account; `email_taken` when the email (case-insensitively) has one. The
-    /// `user registered` event commits with the account, for the application's triggers.
-    public func register(email: String, password: String) async throws -> Tokens {
+    /// Creates an account; `email_taken` when the email (case-insensitively) has one, and
+    /// `rate_limited` after too many registrations from the client's address. The `user
+    /// registered` event commits with the account, for the application's triggers.
+    public func register(email: String, password: String, address: String) async throws -> Tokens {
         let email = email.trimmingCharacters(in: .whitespaces)
         try Self.checkEmail(email)
         try checkPassword(password)
-        let hash = try await hashPassword(password)
+        try await countRegistration(address: address)
+        let hash = try await hasher.hash(password)
         let userID = UUID().uuidString.lowercased()
         let logger = self.logger
         let created = try await store.withWriteTransaction(author: "system:auth") { transaction in
@@ -72,67 +77,27 @@ public final class AuthService: Sendable {
     }
 
     /// Checks credentials; `invalid_credentials` for a wrong email or password, `rate_limited`
-    /// after too many failures for the account or the address.
+    /// after too many failures (docs/PROTOCOL.md, "Limits").
     public func login(email: String, password: String, address: String) async throws -> Tokens {
         // What cannot be an account's email (control characters, which PostgreSQL's text
         // could not even hold) is refused before any lookup.
         try Self.checkEmail(email.trimmingCharacters(in: .whitespaces))
         let emailKey = email.trimmingCharacters(in: .whitespaces).lowercased()
-        try await checkRateLimit(emailKey: emailKey, address: address)
+        try await checkLoginLimits(emailKey: emailKey, address: address)
         var stored: (id: String, hash: String)?
         let rows = try await client.query(
             "SELECT id, password_hash FROM psync_users WHERE email_key = \(emailKey)", logger: logger)
         for try await (id, hash) in rows.decode((String, String).self) { stored = (id, hash) }
-        // Verify against a dummy hash for an unknown email, so both failures take as long.
-        let hash = stored?.hash ?? Self.dummyHash
-        let prepared = Self.prepared(password)
-        let matches = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(prepared, hash: hash) }
+        // An unknown email is verified against a dummy hash of the same cost: both failures
+        // take the same work, so the answer's timing does not tell which emails have accounts.
+        let matches = try await hasher.verify(password, against: stored?.hash)
         guard let stored, matches else {
-            try await recordFailure(emailKey: emailKey, address: address)
+            try await recordLoginFailure(emailKey: emailKey, address: address)
             logger.notice("failed login", metadata: ["address": "\(address)"])
             throw SyncError(.invalidCredentials, "wrong email or password")
         }
-        try await client.query(
-            "DELETE FROM psync_login_failures WHERE scope = 'account' AND subject = \(emailKey)", logger: logger)
+        try await clearLoginFailures(emailKey: emailKey, address: address)
         return try await issueTokens(userID: stored.id, family: UUID())
-    }
-
-    /// Exchanges a refresh token for new tokens; the old one stops working. Presenting a
-    /// token that was already used revokes its whole family.
-    public func refresh(_ refreshToken: String) async throws -> Tokens {
-        let digest = SecretHash.digest(refreshToken)
-        let (userID, family): (String?, UUID?) = try await client.withTransaction(logger: logger) { connection in
-            let rows = try await connection.query(
-                """
-                UPDATE psync_refresh_tokens SET revoked_at = now()
-                WHERE token_hash = \(digest) AND revoked_at IS NULL AND expires_at > now()
-                RETURNING user_id, family
-                """, logger: logger)
-            for try await (userID, family) in rows.decode((String, UUID).self) { return (userID, family) }
-            // Unknown, expired or already used: if it was used, its family is compromised.
-            try await connection.query(
-                """
-                UPDATE psync_refresh_tokens SET revoked_at = now()
-                WHERE family = (SELECT family FROM psync_refresh_tokens WHERE token_hash = \(digest))
-                  AND revoked_at IS NULL
-                """, logger: logger)
-            return (nil, nil)
-        }
-        guard let userID, let family else {
-            throw SyncError(.unauthenticated, "the refresh token is not valid")
-        }
-        return try await issueTokens(userID: userID, family: family)
-    }
-
-    /// Revokes a refresh token and every token rotated from the same login.
-    public func logout(_ refreshToken: String) async throws {
-        let digest = SecretHash.digest(refreshToken)
-        try await client.query(
-            """
-            UPDATE psync_refresh_tokens SET revoked_at = now()
-            WHERE family = (SELECT family FROM psync_refresh_tokens WHERE token_hash = \(digest))
-              AND revoked_at IS NULL
-            """, logger: logger)
     }
 
     /// Deletes an account and its refresh tokens; the `user deleted` event commits with it.
@@ -163,60 +128,7 @@ public final class AuthService: Sendable {
         return (.user(userID), expires)
     }
 
-    // MARK: Helpers
-
-    private func issueTokens(userID: String, family: UUID) async throws -> Tokens {
-        let refreshToken = SecretHash.makeSecret(prefix: "psr_")
-        let seconds = Double(configuration.refreshTokenLifetime.components.seconds)
-        try await client.query(
-            """
-            INSERT INTO psync_refresh_tokens (token_hash, user_id, family, expires_at)
-            VALUES (\(SecretHash.digest(refreshToken)), \(userID), \(family), now() + make_interval(secs => \(seconds)))
-            """, logger: logger)
-        let (accessToken, expiresIn) = try await issuer.issue(userID: userID)
-        return Tokens(userID: userID, accessToken: accessToken, refreshToken: refreshToken, expiresIn: expiresIn)
-    }
-
-    private func hashPassword(_ password: String) async throws -> String {
-        let cost = configuration.bcryptCost
-        let prepared = Self.prepared(password)
-        return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(prepared, cost: cost) }
-    }
-
-    /// What bcrypt hashes: the password's SHA-256 in base64 (44 bytes). bcrypt reads at most
-    /// 72 bytes and stops at a NUL; hashing first lets any password of up to 1,024 characters
-    /// count in full.
-    static func prepared(_ password: String) -> String {
-        Data(SHA256.hash(data: Data(password.utf8))).base64EncodedString()
-    }
-
-    private func checkRateLimit(emailKey: String, address: String) async throws {
-        let window = Double(configuration.failureWindow.components.seconds)
-        let rows = try await client.query(
-            """
-            SELECT scope, failures FROM psync_login_failures
-            WHERE ((scope = 'account' AND subject = \(emailKey)) OR (scope = 'address' AND subject = \(address)))
-              AND window_start > now() - make_interval(secs => \(window))
-            """, logger: logger)
-        for try await (scope, failures) in rows.decode((String, Int).self) {
-            let limit = scope == "account" ? configuration.failuresPerAccount : configuration.failuresPerAddress
-            if failures >= limit {
-                throw SyncError(.rateLimited, "too many failed logins; try again later")
-            }
-        }
-    }
-
-    private func recordFailure(emailKey: String, address: String) async throws {
-        let window = Double(configuration.failureWindow.components.seconds)
-        try await client.query(
-            """
-            INSERT INTO psync_login_failures AS f (scope, subject, window_start, failures)
-            VALUES ('account', \(emailKey), now(), 1), ('address', \(address), now(), 1)
-            ON CONFLICT (scope, subject) DO UPDATE SET
-                failures = CASE WHEN f.window_start <= now() - make_interval(secs => \(window)) THEN 1 ELSE f.failures + 1 END,
-                window_start = CASE WHEN f.window_start <= now() - make_interval(secs => \(window)) THEN now() ELSE f.window_start END
-            """, logger: logger)
-    }
+    // MARK: Input
 
     static func checkEmail(_ email: String) throws(SyncError) {
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
@@ -236,7 +148,4 @@ public final class AuthService: Sendable {
             throw SyncError(.badRequest, "a password has at most 1,024 characters")
         }
     }
-
-    /// A bcrypt hash of a random password, verified against when the email is unknown.
-    static let dummyHash = Bcrypt.hash(UUID().uuidString, cost: 4)
 }

@@ -12,10 +12,11 @@ extension Response {
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: buffer))
     }
 
-    /// The contract's error body with the status of its code.
-    static func error(_ error: SyncError) -> Response {
+    /// The contract's error body with the status of its code; `rate_limited` says when to
+    /// retry (60 seconds unless the limit knows better).
+    static func error(_ error: SyncError, retryAfter: Int = 60) -> Response {
         var response = json(error.httpBody, status: error.code.httpStatus)
-        if error.code == .rateLimited { response.headers[.retryAfter] = "60" }
+        if error.code == .rateLimited { response.headers[.retryAfter] = "\(retryAfter)" }
         return response
     }
 }
@@ -58,6 +59,9 @@ struct ErrorMiddleware: RouterMiddleware {
         } catch let error as SyncError {
             metrics.countError(error.code.rawValue)
             response = .error(error)
+        } catch let limited as RateLimited {
+            metrics.countError(limited.error.code.rawValue)
+            response = .error(limited.error, retryAfter: limited.retryAfter)
         } catch let error as HTTPError {
             if error.status == .notFound, let allowed = RouteTable.server.methods(for: request.uri.path) {
                 response = .error(SyncError(.methodNotAllowed, "\(request.method) is not allowed here; use \(allowed.map(\.rawValue).joined(separator: ", "))"))

@@ -15,21 +15,25 @@ struct HTTPRoutes: Sendable {
     let metrics: ServerMetrics
     let readiness: Readiness
     let triggers: TriggerAdmin
-    /// Service names whose API keys may use the admin endpoints.
+    /// Service names whose API keys may use the admin endpoints and read `/metrics`.
     let adminServices: Set<String>
+    /// Whether `/metrics` answers without an admin API key.
+    let metricsPublic: Bool
 
     func add(to router: Router<SyncRequestContext>) {
         router.get("health") { _, _ in Response.json(["status": "ok"]) }
         router.get("ready") { _, context in try await self.ready(context) }
-        router.get("metrics") { _, _ in
-            Response(
+        router.get("metrics") { request, _ in
+            if !self.metricsPublic { try await self.requireAdmin(request) }
+            return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: .init(string: self.metrics.render())))
         }
         let authGroup = router.group("v1/auth")
-        authGroup.post("register") { request, _ in
+        authGroup.post("register") { request, context in
             let (email, password) = try await self.credentials(request)
-            return Response.json(try await self.auth.register(email: email, password: password).json, status: .created)
+            let tokens = try await self.auth.register(email: email, password: password, address: context.remoteAddress)
+            return Response.json(tokens.json, status: .created)
         }
         authGroup.post("login") { request, context in
             let (email, password) = try await self.credentials(request)
@@ -149,7 +153,7 @@ struct HTTPRoutes: Sendable {
 
     private func requireAdmin(_ request: Request) async throws {
         guard case .service(let name) = try await authenticate(request), adminServices.contains(name) else {
-            throw SyncError(.permissionDenied, "the admin endpoints take an admin API key")
+            throw SyncError(.permissionDenied, "the admin endpoints and /metrics take an admin API key")
         }
     }
 

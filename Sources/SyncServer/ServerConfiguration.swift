@@ -1,3 +1,4 @@
+import NIOCore
 import SyncStorage
 import SyncTriggers
 
@@ -21,8 +22,12 @@ public struct ServerConfiguration: Sendable {
     /// How long an instance's presence rows live without renewal: when an instance dies, its
     /// users' sessions count as closed after at most this. Default 15 seconds.
     public var presenceLease: Duration = .seconds(15)
-    /// Service names whose API keys may use the admin endpoints (`/v1/admin/…`). Default `admin`.
+    /// Service names whose API keys may use the admin endpoints (`/v1/admin/…`) and read
+    /// `/metrics`. Default `admin`.
     public var adminServices: Set<String> = ["admin"]
+    /// Whether `/metrics` answers without an admin API key, for a scraper on a private
+    /// network that cannot send one. Default `false`.
+    public var metricsPublic: Bool = false
     /// How often the instance reads the versions of the partitions its sessions follow, in
     /// case a commit's notification was lost (its writer died between COMMIT and the
     /// notification). Default 1 second.
@@ -41,8 +46,10 @@ public struct ServerConfiguration: Sendable {
 
 /// Settings of authentication.
 public struct AuthConfiguration: Sendable {
-    /// Secret for signing access tokens (HS256), at least 32 bytes. `nil`: a random secret per
-    /// process, so tokens do not survive a restart and are not accepted by other instances.
+    /// Secret for signing access tokens (HS256): at least 32 bytes, and neither a published
+    /// example, a placeholder nor low in entropy (``JWTSecretPolicy``), or the server refuses
+    /// to start. `nil`: a random secret per process, so tokens do not survive a restart and
+    /// are not accepted by other instances.
     public var jwtSecret: String?
     /// Lifetime of an access token. Default 15 minutes.
     public var accessTokenLifetime: Duration = .seconds(15 * 60)
@@ -52,12 +59,29 @@ public struct AuthConfiguration: Sendable {
     public var bcryptCost: UInt8 = 12
     /// Shortest password accepted. Default 8.
     public var minimumPasswordLength: Int = 8
-    /// Failed logins allowed per account in one window. Default 10.
-    public var failuresPerAccount: Int = 10
-    /// Failed logins allowed per client address in one window. Default 50.
+    /// How long a used refresh token still answers, with another token of its family, for a
+    /// client whose refresh answer was lost; reused later, it revokes the family. Default 10 seconds.
+    public var refreshReuseGrace: Duration = .seconds(10)
+    /// Failed logins allowed for one account from one client address in one window; then
+    /// that address may not log in to that account until the window ends. Default 10.
+    public var failuresPerAccountAddress: Int = 10
+    /// Failed logins allowed per client address in one window, whatever the account. Default 50.
     public var failuresPerAddress: Int = 50
+    /// Failed logins of one account, from all addresses, in one window after which its logins
+    /// are slowed to one per ``accountBackoff`` (never locked). Default 100.
+    public var failuresPerAccount: Int = 100
+    /// The wait after an account's failed login once it is over ``failuresPerAccount``. Default 1 second.
+    public var accountBackoff: Duration = .seconds(1)
     /// The window of the failed-login limits. Default 15 minutes.
     public var failureWindow: Duration = .seconds(15 * 60)
+    /// Registrations allowed per client address in one ``registrationWindow``. Default 10.
+    public var registrationsPerAddress: Int = 10
+    /// The window of the registration limit. Default 1 hour.
+    public var registrationWindow: Duration = .seconds(3600)
+    /// bcrypt hashes and verifications run at once; more wait. Default: the number of cores.
+    public var passwordHashConcurrency: Int = System.coreCount
+    /// Registrations and logins that may wait for bcrypt; more are answered `rate_limited`. Default 64.
+    public var passwordHashQueue: Int = 64
 
     public init(jwtSecret: String?) {
         self.jwtSecret = jwtSecret

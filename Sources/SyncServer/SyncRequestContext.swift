@@ -10,11 +10,14 @@ public struct SyncRequestContext: RequestContext, WebSocketRequestContext {
     public let webSocket: WebSocketHandlerReference<Self>
     /// The peer's IP address, or `unknown`.
     public let remoteAddress: String
+    /// The connection, to answer a refused WebSocket upgrade (``UpgradeRefusals``).
+    let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         webSocket = .init()
         remoteAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
+        channel = source.channel
     }
 
     /// Room for the largest upload: 1,000 operations of 1 MiB bodies is more than anyone

@@ -137,8 +137,10 @@ public final class SyncServer: Service, Sendable {
             registry: InstanceRegistry(store: store, instance: instance, lease: configuration.changePollInterval * 5),
             interval: configuration.changePollInterval, logger: logger)
         runningInstances.withLock { $0 = instances }
+        // Registration counters share the failures' table and outlive it when their window is longer.
         let maintenance = MaintenanceService(
-            store: store, retention: configuration.retention, failureWindow: configuration.auth.failureWindow, logger: logger)
+            store: store, retention: configuration.retention,
+            failureWindow: max(configuration.auth.failureWindow, configuration.auth.registrationWindow), logger: logger)
         let services = SessionServices(
             store: store, hub: hub, permissions: permissions, auth: auth, uploads: uploads, metrics: metrics,
             presence: presence, configuration: configuration.sessions, logger: logger)
@@ -148,15 +150,22 @@ public final class SyncServer: Service, Sendable {
         HTTPRoutes(
             store: store, auth: auth, permissions: permissions, uploads: uploads, metrics: metrics, readiness: readiness,
             triggers: TriggerAdmin(store: store, triggers: application.triggers, logger: logger),
-            adminServices: configuration.adminServices
+            adminServices: configuration.adminServices, metricsPublic: configuration.metricsPublic
         ).add(to: router)
+        let refusals = UpgradeRefusals()
 
         let webSocketRouter = Router(context: SyncRequestContext.self)
         webSocketRouter.add(middleware: ErrorMiddleware(metrics: metrics))
-        webSocketRouter.ws("v1/sync") { request, _ in
+        webSocketRouter.ws("v1/sync") { request, context in
             // A credential in the header must be valid; without one, the client sends `auth`.
             if let credential = request.bearerCredential {
-                _ = try await auth.authenticate(bearer: credential)
+                do {
+                    _ = try await auth.authenticate(bearer: credential)
+                } catch let error as SyncError {
+                    // Answered 401 with the error body, not the WebSocket layer's bare 400.
+                    refusals.refuse(context.channel, error)
+                    return .dontUpgrade
+                }
             }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
@@ -189,7 +198,9 @@ public final class SyncServer: Service, Sendable {
                 webSocketRouter: webSocketRouter,
                 // No automatic pings: a client that stays silent is closed after the idle
                 // timeout (clients ping), and a pinging task per connection is memory.
-                configuration: .init(ws: .init(maxFrameSize: configuration.sessions.maximumFrameBytes, autoPing: .disabled, validateUTF8: true))),
+                configuration: .init(
+                    http1: .init(additionalChannelHandlers: [refusals.makeHandler()]),
+                    ws: .init(maxFrameSize: configuration.sessions.maximumFrameBytes, autoPing: .disabled, validateUTF8: true))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: configuration.name),
             // Shut down in reverse order: the server first.
             services: [hub, listener, triggers, presence, maintenance, instances, sessions],

@@ -17,12 +17,12 @@ public final class TokenIssuer: Sendable {
     let keys: JWTKeyCollection
     public let lifetime: Duration
 
-    /// - Parameter secret: at least 32 bytes; `nil` makes a random one.
+    /// - Parameter secret: one ``JWTSecretPolicy`` accepts; `nil` makes a random one.
     public init(secret: String?, lifetime: Duration) async throws {
         let key: HMACKey
         if let secret {
-            guard secret.utf8.count >= 32 else {
-                throw SyncError(.internal, "PSYNC_JWT_SECRET must be at least 32 bytes")
+            if let weakness = JWTSecretPolicy.weakness(of: secret) {
+                throw SyncError(.internal, "the JWT secret \(weakness); \(JWTSecretPolicy.advice)")
             }
             key = HMACKey(from: secret)
         } else {

@@ -59,6 +59,7 @@ public final class ServerProcess: @unchecked Sendable {
         var environment = ProcessInfo.processInfo.environment
         environment["PSYNC_JWT_SECRET"] = TestServer.jwtSecret
         environment["PSYNC_BCRYPT_COST"] = "4"
+        environment["PSYNC_REGISTRATIONS_PER_ADDRESS"] = "1000000"
         environment["LOG_LEVEL"] = environment["PSYNC_TEST_LOG_LEVEL"] ?? "notice"
         environment.merge(self.environment) { _, new in new }
         process.environment = environment

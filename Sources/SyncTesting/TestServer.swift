@@ -28,6 +28,8 @@ public struct TestServer: Sendable {
         configuration.port = 0
         configuration.auth.jwtSecret = jwtSecret
         configuration.auth.bcryptCost = 4
+        // Tests register many users from one address.
+        configuration.auth.registrationsPerAddress = 1_000_000
         return configuration
     }
 

@@ -20,7 +20,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Port to listen on; 0 picks a free one (env PSYNC_PORT).")
     var port: Int = ProcessInfo.processInfo.environment["PSYNC_PORT"].flatMap(Int.init) ?? 8080
 
-    @Option(name: .customLong("jwt-secret"), help: "Secret for signing access tokens, at least 32 bytes (env PSYNC_JWT_SECRET).")
+    @Option(name: .customLong("jwt-secret"), help: "Secret for signing access tokens, at least 32 bytes of random; make one with `openssl rand -base64 48` (env PSYNC_JWT_SECRET).")
     var jwtSecretOption: String?
 
     var jwtSecret: String? {
@@ -32,6 +32,43 @@ struct Serve: AsyncParsableCommand {
 
     @Option(name: .customLong("bcrypt-cost"), help: "bcrypt cost of password hashes (env PSYNC_BCRYPT_COST).")
     var bcryptCost: UInt8 = ProcessInfo.processInfo.environment["PSYNC_BCRYPT_COST"].flatMap(UInt8.init) ?? 12
+
+    @Option(name: .customLong("refresh-grace"), help: "Seconds a used refresh token still answers, for a client whose answer was lost (env PSYNC_REFRESH_GRACE).")
+    var refreshGrace: Int = ProcessInfo.processInfo.environment["PSYNC_REFRESH_GRACE"].flatMap(Int.init) ?? 10
+
+    @Option(name: .customLong("registrations-per-address"), help: "Registrations allowed per client address per registration window (env PSYNC_REGISTRATIONS_PER_ADDRESS).")
+    var registrationsPerAddress: Int = ProcessInfo.processInfo.environment["PSYNC_REGISTRATIONS_PER_ADDRESS"].flatMap(Int.init) ?? 10
+
+    @Option(name: .customLong("registration-window"), help: "Seconds of the registration limit's window (env PSYNC_REGISTRATION_WINDOW).")
+    var registrationWindow: Int = ProcessInfo.processInfo.environment["PSYNC_REGISTRATION_WINDOW"].flatMap(Int.init) ?? 3600
+
+    @Option(name: .customLong("failures-per-account-address"), help: "Failed logins of one account from one address per window (env PSYNC_FAILURES_PER_ACCOUNT_ADDRESS).")
+    var failuresPerAccountAddress: Int = ProcessInfo.processInfo.environment["PSYNC_FAILURES_PER_ACCOUNT_ADDRESS"].flatMap(Int.init) ?? 10
+
+    @Option(name: .customLong("failures-per-address"), help: "Failed logins from one address per window (env PSYNC_FAILURES_PER_ADDRESS).")
+    var failuresPerAddress: Int = ProcessInfo.processInfo.environment["PSYNC_FAILURES_PER_ADDRESS"].flatMap(Int.init) ?? 50
+
+    @Option(name: .customLong("failures-per-account"), help: "Failed logins of one account per window before its logins slow to one per backoff (env PSYNC_FAILURES_PER_ACCOUNT).")
+    var failuresPerAccount: Int = ProcessInfo.processInfo.environment["PSYNC_FAILURES_PER_ACCOUNT"].flatMap(Int.init) ?? 100
+
+    @Option(name: .customLong("account-backoff-ms"), help: "Milliseconds between an account's logins once it is over its failure limit (env PSYNC_ACCOUNT_BACKOFF_MS).")
+    var accountBackoffMilliseconds: Int = ProcessInfo.processInfo.environment["PSYNC_ACCOUNT_BACKOFF_MS"].flatMap(Int.init) ?? 1000
+
+    @Option(name: .customLong("failure-window"), help: "Seconds of the failed-login limits' window (env PSYNC_FAILURE_WINDOW).")
+    var failureWindow: Int = ProcessInfo.processInfo.environment["PSYNC_FAILURE_WINDOW"].flatMap(Int.init) ?? 900
+
+    @Option(name: .customLong("password-hash-concurrency"), help: "bcrypt runs at once; default the number of cores (env PSYNC_PASSWORD_HASH_CONCURRENCY).")
+    var passwordHashConcurrency: Int? = ProcessInfo.processInfo.environment["PSYNC_PASSWORD_HASH_CONCURRENCY"].flatMap(Int.init)
+
+    @Option(name: .customLong("password-hash-queue"), help: "Logins and registrations that may wait for bcrypt; more are rate_limited (env PSYNC_PASSWORD_HASH_QUEUE).")
+    var passwordHashQueue: Int = ProcessInfo.processInfo.environment["PSYNC_PASSWORD_HASH_QUEUE"].flatMap(Int.init) ?? 64
+
+    @Flag(name: .customLong("metrics-public"), help: "Serve /metrics without an admin API key (env PSYNC_METRICS_PUBLIC=true).")
+    var metricsPublicFlag = false
+
+    var metricsPublic: Bool {
+        metricsPublicFlag || ["1", "true", "yes"].contains(ProcessInfo.processInfo.environment["PSYNC_METRICS_PUBLIC"]?.lowercased() ?? "")
+    }
 
     @Option(name: .customLong("idle-timeout"), help: "Seconds a WebSocket may stay silent before it is closed (env PSYNC_IDLE_TIMEOUT).")
     var idleTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_IDLE_TIMEOUT"].flatMap(Int.init) ?? 60
@@ -51,6 +88,11 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "psync")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        // Anyone who knows the secret can sign in as any user: a weak one stops the start.
+        if let jwtSecret, let weakness = JWTSecretPolicy.weakness(of: jwtSecret) {
+            FileHandle.standardError.write(Data("psync: fatal: PSYNC_JWT_SECRET \(weakness); \(JWTSecretPolicy.advice)\n".utf8))
+            throw ExitCode(78)  // EX_CONFIG
+        }
         let (url, embedded) = try await database.resolve(logger: logger)
         var configuration = ServerConfiguration()
         configuration.host = host
@@ -58,6 +100,17 @@ struct Serve: AsyncParsableCommand {
         configuration.auth.jwtSecret = try jwtSecret ?? database.persistentJWTSecret(embedded: embedded != nil, logger: logger)
         configuration.auth.accessTokenLifetime = .seconds(accessTokenTTL)
         configuration.auth.bcryptCost = bcryptCost
+        configuration.auth.refreshReuseGrace = .seconds(refreshGrace)
+        configuration.auth.registrationsPerAddress = registrationsPerAddress
+        configuration.auth.registrationWindow = .seconds(registrationWindow)
+        configuration.auth.failuresPerAccountAddress = failuresPerAccountAddress
+        configuration.auth.failuresPerAddress = failuresPerAddress
+        configuration.auth.failuresPerAccount = failuresPerAccount
+        configuration.auth.accountBackoff = .milliseconds(accountBackoffMilliseconds)
+        configuration.auth.failureWindow = .seconds(failureWindow)
+        if let passwordHashConcurrency { configuration.auth.passwordHashConcurrency = passwordHashConcurrency }
+        configuration.auth.passwordHashQueue = passwordHashQueue
+        configuration.metricsPublic = metricsPublic
         configuration.sessions.idleTimeout = .seconds(idleTimeout)
         configuration.triggers.leaseDuration = .seconds(triggerLease)
         configuration.triggers.leaseRenewal = .milliseconds(max(100, triggerLease * 1000 / 5))

@@ -71,10 +71,10 @@ struct AuthTests {
         }
     }
 
-    @Test("refresh rotates: the old refresh token stops working, and reusing it revokes the family")
+    @Test("refresh rotates: the old refresh token stops working, and reusing it after the grace revokes the family")
     func refreshRotation() async throws {
         try await TestDatabase.with { db in
-            try await TestServer.with(database: db.url) { server in
+            try await TestServer.with(database: db.url, configure: { $0.auth.refreshReuseGrace = .zero }) { server in
                 let http = server.http
                 let first = try await server.register("ann@example.com")
                 let rotated = try await http.post("/v1/auth/refresh", ["refreshToken": .string(first.refreshToken)])
@@ -110,11 +110,11 @@ struct AuthTests {
         }
     }
 
-    @Test("failed logins are rate limited per account and per address")
+    @Test("failed logins are rate limited per account and address, and per address")
     func rateLimit() async throws {
         try await TestDatabase.with { db in
             try await TestServer.with(database: db.url, configure: {
-                $0.auth.failuresPerAccount = 3
+                $0.auth.failuresPerAccountAddress = 3
                 $0.auth.failuresPerAddress = 6
             }) { server in
                 _ = try await server.register("ann@example.com")

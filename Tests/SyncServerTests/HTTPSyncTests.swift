@@ -71,7 +71,8 @@ struct HTTPSyncTests {
                 let client = try await server.connect(token: alice.accessToken)
                 _ = try await client.next()
                 _ = try await client.upload([.put(key("Note", "a"), body: [:])], to: partition("user=\(alice.userID)"), requestId: "r")
-                let metrics = try await server.http.get("/metrics")
+                let admin = try await APIKeys(client: db.client, logger: db.logger).create(name: "admin")
+                let metrics = try await server.http.get("/metrics", token: admin)
                 #expect(metrics.status == 200)
                 for name in ["psync_sessions", "psync_uploads_total", "psync_upload_duration_seconds", "psync_changes_pushed_total"] {
                     #expect(metrics.text.contains(name), "\(name) missing")
