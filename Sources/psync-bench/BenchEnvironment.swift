@@ -1,3 +1,4 @@
+import ArgumentParser
 import EmbeddedPostgres
 import Foundation
 import Logging
@@ -32,6 +33,13 @@ final class BenchEnvironment: Sendable {
 
     /// Sets everything up, runs `body`, and tears everything down again, also on errors.
     static func with(_ options: BenchOptions, _ body: @Sendable (BenchEnvironment) async throws -> Void) async throws {
+        let executable = options.psync ?? executableNextToThisOne("psync")
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            // `swift run psync-bench` builds psync-bench alone: say in one sentence what to run.
+            let build = executable.contains("/release/") ? "swift build -c release --product psync" : "swift build --product psync"
+            FileHandle.standardError.write(Data("psync-bench: there is no psync server at \(executable); build it first with `\(build)` (or pass --psync PATH)\n".utf8))
+            throw ExitCode(2)
+        }
         var logger = Logger(label: "psync.bench")
         logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .error
         let descriptors = raiseFileDescriptorLimit()
@@ -75,7 +83,7 @@ final class BenchEnvironment: Sendable {
                 "LOG_LEVEL": "warning", "PSYNC_IDLE_TIMEOUT": "600", "PSYNC_DB_POOL": "\(options.serverPool)",
                 "PSYNC_ACCESS_TOKEN_TTL": "3600",
             ],
-            executable: options.psync ?? executableNextToThisOne("psync"))
+            executable: executable)
         progress("starting \(server.executablePath) on port \(server.port) (log: \(server.logPath))")
         let cluster = embedded
         let keep = options.keep != nil

@@ -10,7 +10,8 @@ struct PSyncBench: AsyncParsableCommand {
         discussion: """
             Starts its own `psync serve` process and database (embedded, or a fresh database on \
             DATABASE_URL's server), drives real WebSocket clients over loopback and prints one JSON \
-            object per scenario. Build it in release: `swift run -c release psync-bench --quick`.
+            object per scenario. Build both in release: `swift build -c release --product psync`, then \
+            `swift run -c release psync-bench --quick`.
             """,
         subcommands: [All.self, Ingest.self, Latency.self, Fanout.self, Bootstrap.self, Connections.self, Relay.self],
         defaultSubcommand: All.self
