@@ -52,6 +52,9 @@ public struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let tooManyOperations = Code("too_many_operations")
         /// An HTTP method the path does not take (405, with `Allow`).
         public static let methodNotAllowed = Code("method_not_allowed")
+        /// The session's credential was revoked (account deleted, logout, API key revoked):
+        /// the session is closed with 4001.
+        public static let sessionRevoked = Code("session_revoked")
     }
 
     public var code: Code

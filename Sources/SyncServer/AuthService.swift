@@ -31,12 +31,19 @@ public final class AuthService: Sendable {
     let configuration: AuthConfiguration
     let issuer: TokenIssuer
     let logger: Logger
+    /// This instance's copy of the revoked credentials.
+    let revocations: RevocationList
     var client: PostgresClient { store.client }
 
-    public init(store: ObjectStore, configuration: AuthConfiguration, issuer: TokenIssuer, logger: Logger) {
+    public convenience init(store: ObjectStore, configuration: AuthConfiguration, issuer: TokenIssuer, logger: Logger) {
+        self.init(store: store, configuration: configuration, issuer: issuer, revocations: RevocationList(), logger: logger)
+    }
+
+    init(store: ObjectStore, configuration: AuthConfiguration, issuer: TokenIssuer, revocations: RevocationList, logger: Logger) {
         self.store = store
         self.configuration = configuration
         self.issuer = issuer
+        self.revocations = revocations
         self.logger = logger
     }
 
@@ -124,15 +131,26 @@ public final class AuthService: Sendable {
         return try await issueTokens(userID: userID, family: family)
     }
 
-    /// Revokes a refresh token and every token rotated from the same login.
+    /// Revokes a refresh token and every token rotated from the same login, and the access
+    /// tokens issued with them (their `sid`), on every instance.
     public func logout(_ refreshToken: String) async throws {
         let digest = SecretHash.digest(refreshToken)
-        try await client.query(
-            """
-            UPDATE psync_refresh_tokens SET revoked_at = now()
-            WHERE family = (SELECT family FROM psync_refresh_tokens WHERE token_hash = \(digest))
-              AND revoked_at IS NULL
-            """, logger: logger)
+        let logger = self.logger
+        let revoked = try await client.withTransaction(logger: logger) { connection in
+            var families: Set<UUID> = []
+            for try await family in try await connection.query(
+                """
+                UPDATE psync_refresh_tokens SET revoked_at = now()
+                WHERE family = (SELECT family FROM psync_refresh_tokens WHERE token_hash = \(digest))
+                  AND revoked_at IS NULL
+                RETURNING family
+                """, logger: logger
+            ).decode(UUID.self) { families.insert(family) }
+            let revoked = families.map { Revocation.family($0.uuidString) }
+            try await RevocationLedger.record(revoked, for: revocationLifetime, on: connection, logger: logger)
+            return revoked
+        }
+        revocations.add(revoked, expires: Date() + revocationLifetime.timeInterval)
     }
 
     /// Deletes an account and its refresh tokens; the `user deleted` event commits with it.
@@ -145,23 +163,38 @@ public final class AuthService: Sendable {
             ).decode(String.self) { email = value }
             guard let email else { return false }
             transaction.recordUserEvent(.user, .deleted, userID: userID, details: ["email": .string(email)])
+            // Its access tokens stop working and its sessions close, on every instance.
+            try await RevocationLedger.record([.user(userID)], for: revocationLifetime, on: transaction.connection, logger: logger)
             return true
         }
         guard deleted else { throw SyncError(.unauthenticated, "the account does not exist") }
+        revocations.add([.user(userID)], expires: Date() + revocationLifetime.timeInterval)
         logger.info("user deleted", metadata: ["userId": "\(userID)"])
     }
 
     // MARK: Bearer credentials
 
-    /// The principal of an `Authorization: Bearer` credential: an access token, or an API key
-    /// (`psk_…`). Also returns when the credential expires (API keys: never).
-    public func authenticate(bearer credential: String) async throws -> (principal: Principal, expires: Date?) {
+    /// What an `Authorization: Bearer` credential grants: an access token, or an API key
+    /// (`psk_…`, which does not expire). A revoked one (a deleted user, a logged-out login, a
+    /// revoked key) is `unauthenticated`.
+    public func authenticate(bearer credential: String) async throws -> Credential {
+        let granted: Credential
         if credential.hasPrefix(APIKeys.prefix) {
-            return (.service(try await APIKeys(client: client, logger: logger).verify(credential)), nil)
+            let name = try await APIKeys(client: client, logger: logger).verify(credential)
+            granted = Credential(principal: .service(name), expires: nil, revokedBy: [.key(digest: SecretHash.digest(credential))])
+        } else {
+            let (userID, expires, session) = try await issuer.verify(credential)
+            var revokedBy: [Revocation] = [.user(userID)]
+            if let session { revokedBy.append(.family(session)) }
+            granted = Credential(principal: .user(userID), expires: expires, revokedBy: revokedBy)
         }
-        let (userID, expires) = try await issuer.verify(credential)
-        return (.user(userID), expires)
+        guard !revocations.revokes(granted.revokedBy) else { throw SyncError(.unauthenticated, "the credential was revoked") }
+        return granted
     }
+
+    /// How long a revocation of access tokens is kept: until every token it covers has
+    /// expired, with a minute for clocks that differ between instances.
+    var revocationLifetime: Duration { configuration.accessTokenLifetime + .seconds(60) }
 
     // MARK: Helpers
 
@@ -173,7 +206,7 @@ public final class AuthService: Sendable {
             INSERT INTO psync_refresh_tokens (token_hash, user_id, family, expires_at)
             VALUES (\(SecretHash.digest(refreshToken)), \(userID), \(family), now() + make_interval(secs => \(seconds)))
             """, logger: logger)
-        let (accessToken, expiresIn) = try await issuer.issue(userID: userID)
+        let (accessToken, expiresIn) = try await issuer.issue(userID: userID, session: family)
         return Tokens(userID: userID, accessToken: accessToken, refreshToken: refreshToken, expiresIn: expiresIn)
     }
 

@@ -89,6 +89,10 @@ public struct SessionConfiguration: Sendable {
     /// How long a graceful shutdown waits for sessions to finish their uploads and close
     /// before the server stops anyway. Default 10 seconds.
     public var shutdownTimeout: Duration = .seconds(10)
+    /// Longest life of a session opened with an API key (API keys do not expire): it is then
+    /// closed with 4001 (`token_expired`). Sending `auth` with the key again re-validates the
+    /// key and starts a new period. Default 24 hours.
+    public var apiKeySessionLifetime: Duration = .seconds(24 * 3600)
 
     public init() {}
 }

@@ -135,7 +135,11 @@ extension SyncSession {
             send(.error(SyncError(.unauthenticated, "no 'auth' message arrived in time"), partition: nil))
             close(.unknown(4001), "unauthenticated")
         } else if let expires, expires < date {
-            send(.error(SyncError(.tokenExpired, "the access token expired; reconnect with a fresh one, or send 'auth' before it expires"), partition: nil))
+            var message = "the access token expired; reconnect with a fresh one, or send 'auth' before it expires"
+            if case .service? = principal {
+                message = "the API-key session reached its maximum lifetime; reconnect, or send 'auth' with the key before it ends"
+            }
+            send(.error(SyncError(.tokenExpired, message), partition: nil))
             close(.unknown(4001), "token_expired")
         } else if now - last > services.configuration.idleTimeout {
             close(.unknown(4000), "idle timeout")

@@ -64,6 +64,8 @@ final class SyncSession: FeedSubscriber, Sendable {
     struct State {
         var principal: Principal?
         var expires: Date?
+        /// The revocations that end this session's credential.
+        var revokedBy: [Revocation] = []
         var subscriptions: [Partition: Subscription] = [:]
         var nextGeneration = 1
         var queue: Deque<Item> = []
@@ -114,13 +116,12 @@ final class SyncSession: FeedSubscriber, Sendable {
     let eventSink: AsyncStream<Event>.Continuation
     let events: AsyncStream<Event>
 
-    init(services: SessionServices, id: Int, principal: Principal?, expires: Date?) {
+    init(services: SessionServices, id: Int, credential: Credential?) {
         self.services = services
         self.id = id
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
-        state.withLock {
-            $0.principal = principal
-            $0.expires = expires
+        if let credential {
+            state.withLock { $0.grant(credential, configuration: services.configuration) }
         }
     }
 

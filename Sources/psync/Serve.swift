@@ -48,6 +48,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (env LOG_LEVEL).")
     var logLevel: String = ProcessInfo.processInfo.environment["LOG_LEVEL"] ?? "info"
 
+    @Option(name: .customLong("api-key-session-lifetime"), help: "Seconds a WebSocket session opened with an API key lives before it must present the key again (env PSYNC_API_KEY_SESSION_LIFETIME).")
+    var apiKeySessionLifetime: Int = ProcessInfo.processInfo.environment["PSYNC_API_KEY_SESSION_LIFETIME"].flatMap(Int.init) ?? 24 * 3600
+
     func run() async throws {
         var logger = Logger(label: "psync")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
@@ -63,6 +66,7 @@ struct Serve: AsyncParsableCommand {
         configuration.triggers.leaseRenewal = .milliseconds(max(100, triggerLease * 1000 / 5))
         configuration.presenceLease = .seconds(presenceLease)
         configuration.uploadTransactions = uploadTransactions
+        configuration.sessions.apiKeySessionLifetime = .seconds(apiKeySessionLifetime)
         let server = SyncServer(configuration: configuration, database: url, application: Application.current, logger: logger)
         let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {
