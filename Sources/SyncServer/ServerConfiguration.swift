@@ -69,7 +69,9 @@ public struct SessionConfiguration: Sendable {
     /// A session that sends nothing (no ping, no request) for this long is closed with code
     /// 4000. Default 60 seconds.
     public var idleTimeout: Duration = .seconds(60)
-    /// Time a connection without an `Authorization` header has to send `auth`. Default 10 seconds.
+    /// Time a connection without an `Authorization` header has to authenticate with `auth`,
+    /// counted from the upgrade, however slowly it sends: it is then closed with 4001.
+    /// Default 10 seconds.
     public var authTimeout: Duration = .seconds(10)
     /// Bytes of change batches queued for one session before its slowest subscription is
     /// paused and later resumed from its last delivered cursor. Default 4 MiB.
@@ -93,6 +95,10 @@ public struct SessionConfiguration: Sendable {
     /// closed with 4001 (`token_expired`). Sending `auth` with the key again re-validates the
     /// key and starts a new period. Default 24 hours.
     public var apiKeySessionLifetime: Duration = .seconds(24 * 3600)
+    /// Largest message, in bytes, a connection may send before it is authenticated (an `auth`
+    /// message is far smaller): a longer one closes it with 1009 as soon as its frames pass
+    /// the limit, instead of being read whole. Default 8 KiB.
+    public var unauthenticatedMessageBytes: Int = 8 << 10
 
     public init() {}
 }

@@ -73,6 +73,8 @@ final class SyncSession: FeedSubscriber, Sendable {
         var queuedReplies = 0
         var closing = false
         var lastActivity = ContinuousClock.now
+        /// When the session began: an unauthenticated one must authenticate within the auth timeout.
+        let opened = ContinuousClock.now
         var recheck: Set<Partition> = []
         /// Counts permission-input changes, to notice one that lands during a check.
         var inputChanges = 0

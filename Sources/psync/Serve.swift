@@ -51,6 +51,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("api-key-session-lifetime"), help: "Seconds a WebSocket session opened with an API key lives before it must present the key again (env PSYNC_API_KEY_SESSION_LIFETIME).")
     var apiKeySessionLifetime: Int = ProcessInfo.processInfo.environment["PSYNC_API_KEY_SESSION_LIFETIME"].flatMap(Int.init) ?? 24 * 3600
 
+    @Option(name: .customLong("auth-timeout"), help: "Seconds a WebSocket without an Authorization header has to send 'auth' (env PSYNC_AUTH_TIMEOUT).")
+    var authTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_AUTH_TIMEOUT"].flatMap(Int.init) ?? 10
+
+    @Option(name: .customLong("unauthenticated-message-limit"), help: "Largest WebSocket message in bytes before 'auth' (env PSYNC_UNAUTHENTICATED_MESSAGE_LIMIT).")
+    var unauthenticatedMessageLimit: Int = ProcessInfo.processInfo.environment["PSYNC_UNAUTHENTICATED_MESSAGE_LIMIT"].flatMap(Int.init) ?? 8 << 10
+
     func run() async throws {
         var logger = Logger(label: "psync")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
@@ -67,6 +73,8 @@ struct Serve: AsyncParsableCommand {
         configuration.presenceLease = .seconds(presenceLease)
         configuration.uploadTransactions = uploadTransactions
         configuration.sessions.apiKeySessionLifetime = .seconds(apiKeySessionLifetime)
+        configuration.sessions.authTimeout = .seconds(authTimeout)
+        configuration.sessions.unauthenticatedMessageBytes = unauthenticatedMessageLimit
         let server = SyncServer(configuration: configuration, database: url, application: Application.current, logger: logger)
         let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {
