@@ -99,6 +99,10 @@ public struct SessionConfiguration: Sendable {
     /// message is far smaller): a longer one closes it with 1009 as soon as its frames pass
     /// the limit, instead of being read whole. Default 8 KiB.
     public var unauthenticatedMessageBytes: Int = 8 << 10
+    /// Open WebSocket sessions one user may have on one instance; one more is refused with
+    /// `too_many_sessions` (429 at the upgrade, or close 4003 after `auth`). API-key sessions
+    /// are not counted. Default 100.
+    public var maximumSessionsPerUser: Int = 100
 
     public init() {}
 }

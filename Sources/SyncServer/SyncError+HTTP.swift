@@ -10,7 +10,7 @@ extension SyncError.Code {
         case .emailTaken: .conflict
         case .validationFailed: .unprocessableContent
         case .payloadTooLarge: .contentTooLarge
-        case .rateLimited: .tooManyRequests
+        case .rateLimited, .tooManySessions: .tooManyRequests
         case .internal: .internalServerError
         case .unavailable: .serviceUnavailable
         case .notFound: .notFound

@@ -146,9 +146,10 @@ public final class SyncServer: Service, Sendable {
         runningInstances.withLock { $0 = instances }
         let maintenance = MaintenanceService(
             store: store, retention: configuration.retention, failureWindow: configuration.auth.failureWindow, logger: logger)
+        let userSessions = UserSessionCounts(limit: configuration.sessions.maximumSessionsPerUser)
         let services = SessionServices(
             store: store, hub: hub, permissions: permissions, auth: auth, uploads: uploads, metrics: metrics,
-            presence: presence, configuration: configuration.sessions, logger: logger)
+            presence: presence, userSessions: userSessions, configuration: configuration.sessions, logger: logger)
 
         let router = Router(context: SyncRequestContext.self)
         router.add(middleware: ErrorMiddleware(metrics: metrics))
@@ -163,7 +164,10 @@ public final class SyncServer: Service, Sendable {
         webSocketRouter.ws("v1/sync") { request, _ in
             // A credential in the header must be valid; without one, the client sends `auth`.
             if let credential = request.bearerCredential {
-                _ = try await auth.authenticate(bearer: credential)
+                let granted = try await auth.authenticate(bearer: credential)
+                if let user = granted.principal.userID, userSessions.isFull(user) {
+                    throw SyncError(.tooManySessions, "you have \(userSessions.limit) sessions open; close one first")
+                }
             }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in

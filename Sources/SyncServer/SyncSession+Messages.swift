@@ -66,6 +66,7 @@ extension SyncSession {
             case nil:
                 send(.error(SyncError(.badRequest, "a session cannot change its user"), partition: nil))
             case true?:
+                guard admitToSessionCount() else { return }
                 send(.ready(userId: principal.description))
                 await joinedPresence()
             case false?:

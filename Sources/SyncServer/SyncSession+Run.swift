@@ -20,9 +20,10 @@ extension SyncSession {
         services.metrics.sessions.increment()
         defer {
             endAll()
+            leaveSessionCount()
             services.metrics.sessions.decrement()
         }
-        if let principal {
+        if let principal, admitToSessionCount() {
             send(.ready(userId: principal.description))
             await joinedPresence()
         }

@@ -93,6 +93,8 @@ final class SyncSession: FeedSubscriber, Sendable {
         var writeInputsCounted: Set<Partition> = []
         /// The user whose presence this session counts in.
         var presentUser: String?
+        /// The user whose session bound this session counts against.
+        var countedUser: String?
         /// A worker task is running.
         var working = false
         /// Work was asked for while the worker ran: it looks again before it ends.

@@ -57,6 +57,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("unauthenticated-message-limit"), help: "Largest WebSocket message in bytes before 'auth' (env PSYNC_UNAUTHENTICATED_MESSAGE_LIMIT).")
     var unauthenticatedMessageLimit: Int = ProcessInfo.processInfo.environment["PSYNC_UNAUTHENTICATED_MESSAGE_LIMIT"].flatMap(Int.init) ?? 8 << 10
 
+    @Option(name: .customLong("max-sessions-per-user"), help: "Open WebSocket sessions one user may have on this instance (env PSYNC_MAX_SESSIONS_PER_USER).")
+    var maxSessionsPerUser: Int = ProcessInfo.processInfo.environment["PSYNC_MAX_SESSIONS_PER_USER"].flatMap(Int.init) ?? 100
+
+    @Option(name: .customLong("page-bytes"), help: "Bytes of objects in one change page; a larger object goes alone (env PSYNC_PAGE_BYTES).")
+    var pageBytes: Int = ProcessInfo.processInfo.environment["PSYNC_PAGE_BYTES"].flatMap(Int.init) ?? 4 << 20
+
     func run() async throws {
         var logger = Logger(label: "psync")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
@@ -75,6 +81,8 @@ struct Serve: AsyncParsableCommand {
         configuration.sessions.apiKeySessionLifetime = .seconds(apiKeySessionLifetime)
         configuration.sessions.authTimeout = .seconds(authTimeout)
         configuration.sessions.unauthenticatedMessageBytes = unauthenticatedMessageLimit
+        configuration.sessions.maximumSessionsPerUser = maxSessionsPerUser
+        configuration.storage.maximumPageBytes = pageBytes
         let server = SyncServer(configuration: configuration, database: url, application: Application.current, logger: logger)
         let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {
