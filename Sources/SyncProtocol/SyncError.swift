@@ -52,6 +52,12 @@ public struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let tooManyOperations = Code("too_many_operations")
         /// An HTTP method the path does not take (405, with `Allow`).
         public static let methodNotAllowed = Code("method_not_allowed")
+        /// The session's credential was revoked (account deleted, logout, API key revoked):
+        /// the session is closed with 4001.
+        public static let sessionRevoked = Code("session_revoked")
+        /// The user has as many WebSocket sessions open on the instance as allowed (429 at the
+        /// upgrade; after `auth`, the session is closed with 4003).
+        public static let tooManySessions = Code("too_many_sessions")
     }
 
     public var code: Code

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import SyncProtocol
+import SyncStorage
 
 /// Server-side API keys: a back-end service authenticates with `Authorization: Bearer psk_…`
 /// and acts as the principal `service:<name>`. Only a digest of each key is stored; the key
@@ -36,14 +37,20 @@ public struct APIKeys: Sendable {
         throw SyncError(.badRequest, "the key '\(name)' exists; revoke it first")
     }
 
-    /// Revokes a key; returns whether one was live.
+    /// Revokes a key; returns whether one was live. Its open sessions close on every instance
+    /// (the key's digest is recorded in `psync_revocations` for good).
     @discardableResult
     public func revoke(name: String) async throws -> Bool {
-        let rows = try await client.query(
-            "UPDATE psync_api_keys SET revoked_at = now() WHERE name = \(name) AND revoked_at IS NULL RETURNING name",
-            logger: logger)
-        for try await _ in rows { return true }
-        return false
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection in
+            var digests: [Data] = []
+            for try await digest in try await connection.query(
+                "UPDATE psync_api_keys SET revoked_at = now() WHERE name = \(name) AND revoked_at IS NULL RETURNING key_hash",
+                logger: logger
+            ).decode(Data.self) { digests.append(digest) }
+            try await RevocationLedger.record(digests.map { Revocation.key(digest: $0) }, for: nil, on: connection, logger: logger)
+            return !digests.isEmpty
+        }
     }
 
     /// The names of the live keys, with when they were created and last used.

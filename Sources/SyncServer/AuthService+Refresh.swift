@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import SyncProtocol
+import SyncStorage
 
 /// Refresh-token rotation. A refresh token is used once: `refresh` marks it used and issues a
 /// replacement in the same family. Presenting a used token again within the grace period
@@ -22,8 +23,9 @@ extension AuthService {
         let lifetime = Self.seconds(configuration.refreshTokenLifetime)
         let replacement = SecretHash.makeSecret(prefix: "psr_")
         let logger = self.logger
-        let outcome: (userID: String, family: UUID)? = try await client.withTransaction(logger: logger) { connection in
-            guard let family = try await Self.lockFamily(of: digest, on: connection, logger: logger) else { return nil }
+        let lifetimeOfRevocation = revocationLifetime
+        let outcome: RefreshOutcome = try await client.withTransaction(logger: logger) { connection in
+            guard let family = try await Self.lockFamily(of: digest, on: connection, logger: logger) else { return .refused }
             // Read after the lock: every rotation or revocation committed before it is seen. The
             // grace is measured on the clock, not at transaction start (`now()`): a transaction
             // that waited for the lock began before the rotation it then sees.
@@ -35,17 +37,20 @@ extension AuthService {
                 """, logger: logger)
             var found: (String, Bool, Bool, Bool, Bool)?
             for try await row in rows.decode((String, Bool, Bool, Bool, Bool).self) { found = row }
-            guard let found else { return nil }
+            guard let found else { return .refused }
             let (userID, revoked, expired, used, withinGrace) = found
             if revoked || (used && !withinGrace) {
-                // A used token presented again after the grace: it was stolen or replayed.
+                // A used token presented again after the grace: it was stolen or replayed. The
+                // family's access tokens stop working too, on every instance.
                 try await connection.query(
                     "UPDATE psync_refresh_tokens SET revoked_at = now() WHERE family = \(family) AND revoked_at IS NULL",
                     logger: logger)
-                if !revoked { logger.notice("refresh token reused after its grace: family revoked", metadata: ["userId": "\(userID)"]) }
-                return nil
+                guard !revoked else { return .refused }
+                try await RevocationLedger.record([.family(family.uuidString)], for: lifetimeOfRevocation, on: connection, logger: logger)
+                logger.notice("refresh token reused after its grace: family revoked", metadata: ["userId": "\(userID)"])
+                return .revoked(family)
             }
-            if expired { return nil }
+            if expired { return .refused }
             if !used {
                 try await connection.query(
                     "UPDATE psync_refresh_tokens SET used_at = clock_timestamp() WHERE token_hash = \(digest)", logger: logger)
@@ -55,23 +60,43 @@ extension AuthService {
                 INSERT INTO psync_refresh_tokens (token_hash, user_id, family, expires_at)
                 VALUES (\(SecretHash.digest(replacement)), \(userID), \(family), now() + make_interval(secs => \(lifetime)))
                 """, logger: logger)
-            return (userID, family)
+            return .issued(userID: userID, family: family)
         }
-        guard let outcome else { throw SyncError(.unauthenticated, "the refresh token is not valid") }
-        let (accessToken, expiresIn) = try await issuer.issue(userID: outcome.userID)
-        return Tokens(userID: outcome.userID, accessToken: accessToken, refreshToken: replacement, expiresIn: expiresIn)
+        guard case .issued(let userID, let family) = outcome else {
+            if case .revoked(let family) = outcome {
+                // This instance's list learns it at once, not only through the announcement.
+                revocations.add([.family(family.uuidString)], expires: Date() + revocationLifetime.timeInterval)
+            }
+            throw SyncError(.unauthenticated, "the refresh token is not valid")
+        }
+        let (accessToken, expiresIn) = try await issuer.issue(userID: userID, session: family)
+        return Tokens(userID: userID, accessToken: accessToken, refreshToken: replacement, expiresIn: expiresIn)
     }
 
-    /// Revokes a refresh token and every token rotated from the same login.
+    /// What a refresh came to.
+    enum RefreshOutcome {
+        case issued(userID: String, family: UUID)
+        /// A reuse after the grace revoked this family now.
+        case revoked(UUID)
+        case refused
+    }
+
+    /// Revokes a refresh token and every token rotated from the same login, and the access
+    /// tokens issued with them (their `sid`), on every instance.
     public func logout(_ refreshToken: String) async throws {
         let digest = SecretHash.digest(refreshToken)
         let logger = self.logger
-        try await client.withTransaction(logger: logger) { connection in
-            guard let family = try await Self.lockFamily(of: digest, on: connection, logger: logger) else { return }
+        let lifetime = revocationLifetime
+        let revoked: [Revocation] = try await client.withTransaction(logger: logger) { connection in
+            guard let family = try await Self.lockFamily(of: digest, on: connection, logger: logger) else { return [] }
             try await connection.query(
                 "UPDATE psync_refresh_tokens SET revoked_at = now() WHERE family = \(family) AND revoked_at IS NULL",
                 logger: logger)
+            let revoked = [Revocation.family(family.uuidString)]
+            try await RevocationLedger.record(revoked, for: lifetime, on: connection, logger: logger)
+            return revoked
         }
+        if !revoked.isEmpty { revocations.add(revoked, expires: Date() + lifetime.timeInterval) }
     }
 
     /// Stores a new refresh token of a new or continuing family and signs an access token.
@@ -83,7 +108,7 @@ extension AuthService {
             INSERT INTO psync_refresh_tokens (token_hash, user_id, family, expires_at)
             VALUES (\(SecretHash.digest(refreshToken)), \(userID), \(family), now() + make_interval(secs => \(seconds)))
             """, logger: logger)
-        let (accessToken, expiresIn) = try await issuer.issue(userID: userID)
+        let (accessToken, expiresIn) = try await issuer.issue(userID: userID, session: family)
         return Tokens(userID: userID, accessToken: accessToken, refreshToken: refreshToken, expiresIn: expiresIn)
     }
 

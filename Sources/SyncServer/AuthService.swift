@@ -31,15 +31,22 @@ public final class AuthService: Sendable {
     /// All bcrypt work of this instance goes through it.
     public let hasher: PasswordHasher
     let logger: Logger
+    /// This instance's copy of the revoked credentials.
+    let revocations: RevocationList
     var client: PostgresClient { store.client }
 
-    public init(store: ObjectStore, configuration: AuthConfiguration, issuer: TokenIssuer, logger: Logger) {
+    public convenience init(store: ObjectStore, configuration: AuthConfiguration, issuer: TokenIssuer, logger: Logger) {
+        self.init(store: store, configuration: configuration, issuer: issuer, revocations: RevocationList(), logger: logger)
+    }
+
+    init(store: ObjectStore, configuration: AuthConfiguration, issuer: TokenIssuer, revocations: RevocationList, logger: Logger) {
         self.store = store
         self.configuration = configuration
         self.issuer = issuer
         self.hasher = PasswordHasher(
             cost: configuration.bcryptCost, concurrency: configuration.passwordHashConcurrency,
             queueLimit: configuration.passwordHashQueue)
+        self.revocations = revocations
         self.logger = logger
     }
 
@@ -110,23 +117,38 @@ public final class AuthService: Sendable {
             ).decode(String.self) { email = value }
             guard let email else { return false }
             transaction.recordUserEvent(.user, .deleted, userID: userID, details: ["email": .string(email)])
+            // Its access tokens stop working and its sessions close, on every instance.
+            try await RevocationLedger.record([.user(userID)], for: revocationLifetime, on: transaction.connection, logger: logger)
             return true
         }
         guard deleted else { throw SyncError(.unauthenticated, "the account does not exist") }
+        revocations.add([.user(userID)], expires: Date() + revocationLifetime.timeInterval)
         logger.info("user deleted", metadata: ["userId": "\(userID)"])
     }
 
     // MARK: Bearer credentials
 
-    /// The principal of an `Authorization: Bearer` credential: an access token, or an API key
-    /// (`psk_…`). Also returns when the credential expires (API keys: never).
-    public func authenticate(bearer credential: String) async throws -> (principal: Principal, expires: Date?) {
+    /// What an `Authorization: Bearer` credential grants: an access token, or an API key
+    /// (`psk_…`, which does not expire). A revoked one (a deleted user, a logged-out login, a
+    /// revoked key) is `unauthenticated`.
+    public func authenticate(bearer credential: String) async throws -> Credential {
+        let granted: Credential
         if credential.hasPrefix(APIKeys.prefix) {
-            return (.service(try await APIKeys(client: client, logger: logger).verify(credential)), nil)
+            let name = try await APIKeys(client: client, logger: logger).verify(credential)
+            granted = Credential(principal: .service(name), expires: nil, revokedBy: [.key(digest: SecretHash.digest(credential))])
+        } else {
+            let (userID, expires, session) = try await issuer.verify(credential)
+            var revokedBy: [Revocation] = [.user(userID)]
+            if let session { revokedBy.append(.family(session)) }
+            granted = Credential(principal: .user(userID), expires: expires, revokedBy: revokedBy)
         }
-        let (userID, expires) = try await issuer.verify(credential)
-        return (.user(userID), expires)
+        guard !revocations.revokes(granted.revokedBy) else { throw SyncError(.unauthenticated, "the credential was revoked") }
+        return granted
     }
+
+    /// How long a revocation of access tokens is kept: until every token it covers has
+    /// expired, with a minute for clocks that differ between instances.
+    var revocationLifetime: Duration { configuration.accessTokenLifetime + .seconds(60) }
 
     // MARK: Input
 

@@ -8,7 +8,9 @@ import SyncStorage
 /// Listens on a dedicated PostgreSQL connection for the notifications every commit sends
 /// (`"<version>:<partition>"` on ``ObjectStore/notificationChannel``) and hands them to the
 /// hub. A lost connection is re-established with backoff; after each (re)connection the hub
-/// reads every feed from its cursor, so notifications missed meanwhile lose nothing.
+/// reads every feed from its cursor, and the revocations are read again from their table, so
+/// notifications missed meanwhile lose nothing. Revocations (`revoked:…`) go to the
+/// instance's ``RevocationList``.
 public final class ChangeListener: Service, Sendable {
     let url: DatabaseURL
     let hub: SubscriptionHub
@@ -16,11 +18,18 @@ public final class ChangeListener: Service, Sendable {
     let readiness: Readiness
     /// Receives the notifications that do not name a partition (`events`, `seq:<n>`).
     let signal: @Sendable (String) -> Void
+    let revocations: RevocationList
+    let revocationLedger: RevocationLedger
 
-    init(url: DatabaseURL, hub: SubscriptionHub, readiness: Readiness, logger: Logger, signal: @escaping @Sendable (String) -> Void) {
+    init(
+        url: DatabaseURL, hub: SubscriptionHub, readiness: Readiness, revocations: RevocationList, revocationLedger: RevocationLedger,
+        logger: Logger, signal: @escaping @Sendable (String) -> Void
+    ) {
         self.url = url
         self.hub = hub
         self.readiness = readiness
+        self.revocations = revocations
+        self.revocationLedger = revocationLedger
         self.logger = logger
         self.signal = signal
     }
@@ -50,7 +59,9 @@ public final class ChangeListener: Service, Sendable {
         try await withTaskCancellationOrGracefulShutdownHandler {
             try await connection.listen(on: ObjectStore.notificationChannel) { notifications in
                 // LISTEN is active from here on: commits before this point are caught by the
-                // resync below, commits after it arrive as notifications.
+                // resync below, commits after it arrive as notifications. The same holds for
+                // revocations, read whole before the instance counts as ready.
+                revocations.replace(with: try await revocationLedger.live())
                 readiness.listening(true)
                 hub.listenerConnected()
                 signal("events")
@@ -67,6 +78,10 @@ public final class ChangeListener: Service, Sendable {
     private func handle(_ payload: String) {
         if payload == "events" || payload.hasPrefix("seq:") {
             signal(payload)
+            return
+        }
+        if let parsed = Revocation.parse(payload: payload) {
+            revocations.add([parsed.revocation], expires: parsed.expires)
             return
         }
         guard let colon = payload.firstIndex(of: ":"), let version = Int64(payload[..<colon]),

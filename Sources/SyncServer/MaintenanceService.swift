@@ -26,6 +26,7 @@ final class MaintenanceService: Service, Sendable {
                 let requests = try await store.pruneRequests(olderThan: retention.requests)
                 let events = try await store.pruneEvents(olderThan: retention.events)
                 try await store.pruneLoginFailures(olderThan: failureWindow)
+                try await RevocationLedger(store: store).prune()
                 if tombstones + requests + events > 0 {
                     logger.info("pruned", metadata: ["tombstones": "\(tombstones)", "requests": "\(requests)", "events": "\(events)"])
                 }

@@ -93,7 +93,9 @@ public struct SessionConfiguration: Sendable {
     /// A session that sends nothing (no ping, no request) for this long is closed with code
     /// 4000. Default 60 seconds.
     public var idleTimeout: Duration = .seconds(60)
-    /// Time a connection without an `Authorization` header has to send `auth`. Default 10 seconds.
+    /// Time a connection without an `Authorization` header has to authenticate with `auth`,
+    /// counted from the upgrade, however slowly it sends: it is then closed with 4001.
+    /// Default 10 seconds.
     public var authTimeout: Duration = .seconds(10)
     /// Bytes of change batches queued for one session before its slowest subscription is
     /// paused and later resumed from its last delivered cursor. Default 4 MiB.
@@ -113,6 +115,18 @@ public struct SessionConfiguration: Sendable {
     /// How long a graceful shutdown waits for sessions to finish their uploads and close
     /// before the server stops anyway. Default 10 seconds.
     public var shutdownTimeout: Duration = .seconds(10)
+    /// Longest life of a session opened with an API key (API keys do not expire): it is then
+    /// closed with 4001 (`token_expired`). Sending `auth` with the key again re-validates the
+    /// key and starts a new period. Default 24 hours.
+    public var apiKeySessionLifetime: Duration = .seconds(24 * 3600)
+    /// Largest message, in bytes, a connection may send before it is authenticated (an `auth`
+    /// message is far smaller): a longer one closes it with 1009 as soon as its frames pass
+    /// the limit, instead of being read whole. Default 8 KiB.
+    public var unauthenticatedMessageBytes: Int = 8 << 10
+    /// Open WebSocket sessions one user may have on one instance; one more is refused with
+    /// `too_many_sessions` (429 at the upgrade, or close 4003 after `auth`). API-key sessions
+    /// are not counted. Default 100.
+    public var maximumSessionsPerUser: Int = 100
 
     public init() {}
 }

@@ -4,10 +4,23 @@ import ServiceLifecycle
 import Synchronization
 
 /// The open sessions of this instance: it closes those that stay unauthenticated, outlive
-/// their token or go idle (one sweep for all, twice a second, rather than a timer each), and
-/// winds them all down for a graceful shutdown.
+/// their token or go idle (one sweep for all, twice a second, rather than a timer each), those
+/// whose credential is revoked (at once, and again on every sweep, for a session that was
+/// authenticating while the revocation arrived), and winds them all down for a graceful shutdown.
 final class SessionRegistry: Service, Sendable {
     private let sessions = Mutex<[ObjectIdentifier: SyncSession]>([:])
+    let revocations: RevocationList
+
+    init(revocations: RevocationList) {
+        self.revocations = revocations
+        revocations.observe { [weak self] in self?.closeRevoked() }
+    }
+
+    /// Closes the sessions whose credential is revoked.
+    func closeRevoked() {
+        let open = sessions.withLock { Array($0.values) }
+        for session in open { session.closeIfRevoked(revocations) }
+    }
 
     func add(_ session: SyncSession) {
         sessions.withLock { $0[ObjectIdentifier(session)] = session }
@@ -25,7 +38,10 @@ final class SessionRegistry: Service, Sendable {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(500)) }
             let open = sessions.withLock { Array($0.values) }
             let (now, date) = (ContinuousClock.now, Date())
-            for session in open { session.checkTimeouts(now: now, date: date) }
+            for session in open {
+                session.closeIfRevoked(revocations)
+                session.checkTimeouts(now: now, date: date)
+            }
         }
     }
 

@@ -10,6 +10,7 @@ struct SessionServices: Sendable {
     let uploads: UploadService
     let metrics: ServerMetrics
     let presence: PresenceService?
+    let userSessions: UserSessionCounts
     let configuration: SessionConfiguration
     var logger: Logger
 

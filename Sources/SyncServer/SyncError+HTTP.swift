@@ -5,12 +5,12 @@ extension SyncError.Code {
     /// The HTTP status an error with this code is answered with.
     public var httpStatus: HTTPResponse.Status {
         switch self {
-        case .unauthenticated, .tokenExpired, .invalidCredentials: .unauthorized
+        case .unauthenticated, .tokenExpired, .invalidCredentials, .sessionRevoked: .unauthorized
         case .permissionDenied, .permissionRevoked: .forbidden
         case .emailTaken: .conflict
         case .validationFailed: .unprocessableContent
         case .payloadTooLarge: .contentTooLarge
-        case .rateLimited: .tooManyRequests
+        case .rateLimited, .tooManySessions: .tooManyRequests
         case .internal: .internalServerError
         case .unavailable: .serviceUnavailable
         case .notFound: .notFound

@@ -35,7 +35,8 @@ public final class SyncServer: Service, Sendable {
     private let nextSessionID = Mutex(0)
     private let runningHub = Mutex<SubscriptionHub?>(nil)
     private let runningInstances = Mutex<InstanceService?>(nil)
-    private let sessions = SessionRegistry()
+    private let revocations: RevocationList
+    private let sessions: SessionRegistry
 
     /// Feeds and live members of the hub (for tests and diagnostics).
     public var hubCounts: (feeds: Int, members: Int) {
@@ -49,6 +50,9 @@ public final class SyncServer: Service, Sendable {
         self.database = database
         self.application = application
         self.logger = logger
+        let revocations = RevocationList()
+        self.revocations = revocations
+        self.sessions = SessionRegistry(revocations: revocations)
         let host = ProcessInfo.processInfo.hostName
         self.instance = "\(host)-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))"
     }
@@ -115,7 +119,7 @@ public final class SyncServer: Service, Sendable {
         if configuration.auth.jwtSecret == nil {
             logger.warning("no JWT secret configured: tokens are signed with a random key and die with this process")
         }
-        let auth = AuthService(store: store, configuration: configuration.auth, issuer: issuer, logger: logger)
+        let auth = AuthService(store: store, configuration: configuration.auth, issuer: issuer, revocations: revocations, logger: logger)
         let uploads = UploadService(
             store: store, permissions: permissions, metrics: metrics, logger: logger, concurrency: configuration.uploadTransactions)
         let hub = SubscriptionHub(
@@ -128,7 +132,10 @@ public final class SyncServer: Service, Sendable {
         let triggers = TriggerService(
             store: store, triggers: application.triggers, configuration: configuration.triggers, instance: instance,
             metricsFactory: metrics.factory, logger: logger)
-        let listener = ChangeListener(url: database, hub: hub, readiness: readiness, logger: logger) { payload in
+        let listener = ChangeListener(
+            url: database, hub: hub, readiness: readiness, revocations: revocations, revocationLedger: RevocationLedger(store: store),
+            logger: logger
+        ) { payload in
             triggers.notified(payload)
         }
         let presence = PresenceService(
@@ -141,9 +148,10 @@ public final class SyncServer: Service, Sendable {
         let maintenance = MaintenanceService(
             store: store, retention: configuration.retention,
             failureWindow: max(configuration.auth.failureWindow, configuration.auth.registrationWindow), logger: logger)
+        let userSessions = UserSessionCounts(limit: configuration.sessions.maximumSessionsPerUser)
         let services = SessionServices(
             store: store, hub: hub, permissions: permissions, auth: auth, uploads: uploads, metrics: metrics,
-            presence: presence, configuration: configuration.sessions, logger: logger)
+            presence: presence, userSessions: userSessions, configuration: configuration.sessions, logger: logger)
 
         let router = Router(context: SyncRequestContext.self)
         router.add(middleware: ErrorMiddleware(metrics: metrics))
@@ -160,19 +168,22 @@ public final class SyncServer: Service, Sendable {
             // A credential in the header must be valid; without one, the client sends `auth`.
             if let credential = request.bearerCredential {
                 do {
-                    _ = try await auth.authenticate(bearer: credential)
+                    let granted = try await auth.authenticate(bearer: credential)
+                    if let user = granted.principal.userID, userSessions.isFull(user) {
+                        throw SyncError(.tooManySessions, "you have \(userSessions.limit) sessions open; close one first")
+                    }
                 } catch let error as SyncError {
-                    // Answered 401 with the error body, not the WebSocket layer's bare 400.
+                    // Answered with the error's status and body (401, 429), not the WebSocket
+                    // layer's bare 400.
                     refusals.refuse(context.channel, error)
                     return .dontUpgrade
                 }
             }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
-            var principal: Principal?
-            var expires: Date?
-            if let credential = context.request.bearerCredential {
-                (principal, expires) = try await auth.authenticate(bearer: credential)
+            var credential: Credential?
+            if let bearer = context.request.bearerCredential {
+                credential = try await auth.authenticate(bearer: bearer)
             }
             let id = self.nextSessionID.withLock { value in
                 value += 1
@@ -180,7 +191,7 @@ public final class SyncServer: Service, Sendable {
             }
             var sessionServices = services
             sessionServices.logger[metadataKey: "session"] = "\(id)"
-            let session = SyncSession(services: sessionServices, id: id, principal: principal, expires: expires)
+            let session = SyncSession(services: sessionServices, id: id, credential: credential)
             self.sessions.add(session)
             defer { self.sessions.remove(session) }
             do {

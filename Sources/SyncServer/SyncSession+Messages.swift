@@ -54,18 +54,19 @@ extension SyncSession {
     /// extends the session past the old token's expiry.
     func authenticate(_ token: String) async {
         do {
-            let (principal, expires) = try await services.auth.authenticate(bearer: token)
+            let credential = try await services.auth.authenticate(bearer: token)
+            let principal = credential.principal
             let result = state.withLock { state -> Bool? in
                 if let current = state.principal, current != principal { return nil }
                 let first = state.principal == nil
-                state.principal = principal
-                state.expires = expires
+                state.grant(credential, configuration: services.configuration)
                 return first
             }
             switch result {
             case nil:
                 send(.error(SyncError(.badRequest, "a session cannot change its user"), partition: nil))
             case true?:
+                guard admitToSessionCount() else { return }
                 send(.ready(userId: principal.description))
                 await joinedPresence()
             case false?:

@@ -20,9 +20,10 @@ extension SyncSession {
         services.metrics.sessions.increment()
         defer {
             endAll()
+            leaveSessionCount()
             services.metrics.sessions.decrement()
         }
-        if let principal {
+        if let principal, admitToSessionCount() {
             send(.ready(userId: principal.description))
             await joinedPresence()
         }
@@ -69,13 +70,30 @@ extension SyncSession {
     }
 
     /// Reads and handles messages in order. Returns the error that ended the input, if any.
+    ///
+    /// Until the session is authenticated a message may hold only `unauthenticatedMessageBytes`:
+    /// the frames of a longer one are refused as soon as they pass that (1009), so an
+    /// unauthenticated client cannot make the server gather a 16 MiB message.
     private func readLoop(_ inbound: WebSocketInboundStream) async -> (any Error)? {
+        let configuration = services.configuration
+        var frames = inbound.makeAsyncIterator()
         do {
-            for try await message in inbound.messages(maxSize: services.configuration.maximumMessageBytes) {
+            while true {
+                let authenticated = state.withLock { $0.principal != nil }
+                let limit = authenticated ? configuration.maximumMessageBytes : configuration.unauthenticatedMessageBytes
+                // The limit bounds the continuation frames; the first frame is bounded by the
+                // frame size, and checked here.
+                guard let message = try await frames.nextMessage(maxSize: limit) else { break }
+                let bytes: ByteBuffer
                 switch message {
-                case .text(let text): await handle(ByteBuffer(string: text))
-                case .binary(let buffer): await handle(buffer)
+                case .text(let text): bytes = ByteBuffer(string: text)
+                case .binary(let buffer): bytes = buffer
                 }
+                if !authenticated, bytes.readableBytes > limit {
+                    close(.messageTooLarge, "a message before 'auth' has at most \(limit) bytes")
+                    break
+                }
+                await handle(bytes)
                 if state.withLock({ $0.shuttingDown || $0.closing }) { break }
             }
         } catch {
@@ -129,13 +147,19 @@ extension SyncSession {
     /// ``SessionRegistry`` asks every session twice a second). It only queues the close
     /// frame; the writer sends it and ends the session.
     func checkTimeouts(now: ContinuousClock.Instant, date: Date) {
-        let (last, expires, authenticated, closing) = state.withLock { ($0.lastActivity, $0.expires, $0.principal != nil, $0.closing) }
+        let (last, opened, expires, authenticated, closing) = state.withLock {
+            ($0.lastActivity, $0.opened, $0.expires, $0.principal != nil, $0.closing)
+        }
         guard !closing else { return }
-        if !authenticated, now - last > services.configuration.authTimeout {
+        if !authenticated, now - opened > services.configuration.authTimeout {
             send(.error(SyncError(.unauthenticated, "no 'auth' message arrived in time"), partition: nil))
             close(.unknown(4001), "unauthenticated")
         } else if let expires, expires < date {
-            send(.error(SyncError(.tokenExpired, "the access token expired; reconnect with a fresh one, or send 'auth' before it expires"), partition: nil))
+            var message = "the access token expired; reconnect with a fresh one, or send 'auth' before it expires"
+            if case .service? = principal {
+                message = "the API-key session reached its maximum lifetime; reconnect, or send 'auth' with the key before it ends"
+            }
+            send(.error(SyncError(.tokenExpired, message), partition: nil))
             close(.unknown(4001), "token_expired")
         } else if now - last > services.configuration.idleTimeout {
             close(.unknown(4000), "idle timeout")

@@ -64,6 +64,8 @@ final class SyncSession: FeedSubscriber, Sendable {
     struct State {
         var principal: Principal?
         var expires: Date?
+        /// The revocations that end this session's credential.
+        var revokedBy: [Revocation] = []
         var subscriptions: [Partition: Subscription] = [:]
         var nextGeneration = 1
         var queue: Deque<Item> = []
@@ -71,6 +73,8 @@ final class SyncSession: FeedSubscriber, Sendable {
         var queuedReplies = 0
         var closing = false
         var lastActivity = ContinuousClock.now
+        /// When the session began: an unauthenticated one must authenticate within the auth timeout.
+        let opened = ContinuousClock.now
         var recheck: Set<Partition> = []
         /// Counts permission-input changes, to notice one that lands during a check.
         var inputChanges = 0
@@ -89,6 +93,8 @@ final class SyncSession: FeedSubscriber, Sendable {
         var writeInputsCounted: Set<Partition> = []
         /// The user whose presence this session counts in.
         var presentUser: String?
+        /// The user whose session bound this session counts against.
+        var countedUser: String?
         /// A worker task is running.
         var working = false
         /// Work was asked for while the worker ran: it looks again before it ends.
@@ -114,13 +120,12 @@ final class SyncSession: FeedSubscriber, Sendable {
     let eventSink: AsyncStream<Event>.Continuation
     let events: AsyncStream<Event>
 
-    init(services: SessionServices, id: Int, principal: Principal?, expires: Date?) {
+    init(services: SessionServices, id: Int, credential: Credential?) {
         self.services = services
         self.id = id
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
-        state.withLock {
-            $0.principal = principal
-            $0.expires = expires
+        if let credential {
+            state.withLock { $0.grant(credential, configuration: services.configuration) }
         }
     }
 

@@ -9,6 +9,8 @@ public final class TokenIssuer: Sendable {
         var sub: SubjectClaim
         var exp: ExpirationClaim
         var iat: IssuedAtClaim
+        /// The refresh-token family the token was issued with: a logout revokes its tokens.
+        var sid: String?
 
         // Expiry is checked by the issuer itself, to tell an expired token from a forged one.
         func verify(using algorithm: some JWTAlgorithm) throws {}
@@ -33,18 +35,19 @@ public final class TokenIssuer: Sendable {
         self.lifetime = lifetime
     }
 
-    /// A signed token for the user and its lifetime in seconds.
-    public func issue(userID: String) async throws -> (token: String, expiresIn: Int) {
+    /// A signed token for the user and its lifetime in seconds; `session` (the refresh-token
+    /// family) goes in the `sid` claim.
+    public func issue(userID: String, session: UUID? = nil) async throws -> (token: String, expiresIn: Int) {
         let now = Date()
         let seconds = Int(lifetime.components.seconds)
         let claims = Claims(
             sub: SubjectClaim(value: userID), exp: ExpirationClaim(value: now.addingTimeInterval(TimeInterval(seconds))),
-            iat: IssuedAtClaim(value: now))
+            iat: IssuedAtClaim(value: now), sid: session?.uuidString.lowercased())
         return (try await keys.sign(claims), seconds)
     }
 
-    /// The user id of a valid token and when it expires; `token_expired` or `unauthenticated` otherwise.
-    public func verify(_ token: String) async throws(SyncError) -> (userID: String, expires: Date) {
+    /// The user id of a valid token, when it expires and its `sid`; `token_expired` or `unauthenticated` otherwise.
+    public func verify(_ token: String) async throws(SyncError) -> (userID: String, expires: Date, session: String?) {
         let claims: Claims
         do {
             claims = try await keys.verify(token, as: Claims.self)
@@ -54,6 +57,6 @@ public final class TokenIssuer: Sendable {
         guard claims.exp.value > Date() else {
             throw SyncError(.tokenExpired, "the access token has expired; refresh it")
         }
-        return (claims.sub.value, claims.exp.value)
+        return (claims.sub.value, claims.exp.value, claims.sid)
     }
 }

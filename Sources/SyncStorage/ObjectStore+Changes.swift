@@ -135,7 +135,9 @@ extension ObjectStore {
     /// partition's index in order; one more row than the page is read, to know whether more
     /// follow. Each of the page's objects is handed to `object` as the bytes of its row's
     /// cells (collection, id, version, body text or `nil` for a tombstone), read without
-    /// postgres-nio's generic decoding, which costs a type lookup per row.
+    /// postgres-nio's generic decoding, which costs a type lookup per row. The page also ends
+    /// before an object that would take it past `maximumPageBytes` (a first object goes in
+    /// whatever its size); the rest of the rows are then not read.
     private func walk(
         _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?,
         object: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, Int64, UnsafeRawBufferPointer?) throws -> Void
@@ -147,6 +149,7 @@ extension ObjectStore {
             """, logger: logger)
         var found = PageRead<Int>(objects: 0)
         var last: (version: Int64, collection: ByteBuffer, id: ByteBuffer)?
+        var bytes = 0
         for try await row in rows {
             var cells = row.makeIterator()
             guard let head = cells.next(), let pruned = cells.next(), let collection = cells.next(), let id = cells.next(),
@@ -161,6 +164,12 @@ extension ObjectStore {
                 found.more = true
                 continue
             }
+            let size = collectionBytes.readableBytes + idBytes.readableBytes + (body.bytes?.readableBytes ?? 0)
+            if found.objects > 0, bytes + size > configuration.maximumPageBytes {
+                found.more = true
+                break
+            }
+            bytes += size
             try collectionBytes.withUnsafeReadableBytes { collectionText in
                 try idBytes.withUnsafeReadableBytes { idText in
                     if let bodyBytes = body.bytes {

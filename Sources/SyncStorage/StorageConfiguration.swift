@@ -16,15 +16,20 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// applied in a transaction that locks first. Off: always the locking transaction.
     /// Default on.
     public var optimisticUploads: Bool
+    /// Bytes of objects (bodies, collections and ids) in one change page: a page ends before
+    /// the object that would pass it, whatever its count, except that an object larger than
+    /// this goes alone in its page. Default 4 MiB.
+    public var maximumPageBytes: Int
 
     public init(
         limits: Limits = Limits(), defaultPageSize: Int = 500, maximumPageSize: Int = 5_000, transactionRetries: Int = 5,
-        optimisticUploads: Bool = true
+        optimisticUploads: Bool = true, maximumPageBytes: Int = 4 << 20
     ) {
         self.limits = limits
         self.defaultPageSize = defaultPageSize
         self.maximumPageSize = maximumPageSize
         self.transactionRetries = transactionRetries
         self.optimisticUploads = optimisticUploads
+        self.maximumPageBytes = maximumPageBytes
     }
 }

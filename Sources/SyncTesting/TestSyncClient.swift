@@ -89,6 +89,14 @@ public final class TestSyncClient: Sendable {
         outgoing.yield(.custom(WebSocketFrame(fin: true, opcode: asText ? .text : .binary, data: buffer)))
     }
 
+    /// Sends one frame of a fragmented text message: a text frame when `first`, else a
+    /// continuation frame; `fin` on the last.
+    public func send(fragment bytes: [UInt8], first: Bool, fin: Bool) {
+        var buffer = ByteBuffer()
+        buffer.writeBytes(bytes)
+        outgoing.yield(.custom(WebSocketFrame(fin: fin, opcode: first ? .text : .continuation, data: buffer)))
+    }
+
     /// Sends any frame, including malformed ones.
     public func send(frame: WebSocketOutboundWriter.OutboundFrame) {
         outgoing.yield(frame)

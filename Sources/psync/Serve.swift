@@ -85,6 +85,21 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (env LOG_LEVEL).")
     var logLevel: String = ProcessInfo.processInfo.environment["LOG_LEVEL"] ?? "info"
 
+    @Option(name: .customLong("api-key-session-lifetime"), help: "Seconds a WebSocket session opened with an API key lives before it must present the key again (env PSYNC_API_KEY_SESSION_LIFETIME).")
+    var apiKeySessionLifetime: Int = ProcessInfo.processInfo.environment["PSYNC_API_KEY_SESSION_LIFETIME"].flatMap(Int.init) ?? 24 * 3600
+
+    @Option(name: .customLong("auth-timeout"), help: "Seconds a WebSocket without an Authorization header has to send 'auth' (env PSYNC_AUTH_TIMEOUT).")
+    var authTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_AUTH_TIMEOUT"].flatMap(Int.init) ?? 10
+
+    @Option(name: .customLong("unauthenticated-message-limit"), help: "Largest WebSocket message in bytes before 'auth' (env PSYNC_UNAUTHENTICATED_MESSAGE_LIMIT).")
+    var unauthenticatedMessageLimit: Int = ProcessInfo.processInfo.environment["PSYNC_UNAUTHENTICATED_MESSAGE_LIMIT"].flatMap(Int.init) ?? 8 << 10
+
+    @Option(name: .customLong("max-sessions-per-user"), help: "Open WebSocket sessions one user may have on this instance (env PSYNC_MAX_SESSIONS_PER_USER).")
+    var maxSessionsPerUser: Int = ProcessInfo.processInfo.environment["PSYNC_MAX_SESSIONS_PER_USER"].flatMap(Int.init) ?? 100
+
+    @Option(name: .customLong("page-bytes"), help: "Bytes of objects in one change page; a larger object goes alone (env PSYNC_PAGE_BYTES).")
+    var pageBytes: Int = ProcessInfo.processInfo.environment["PSYNC_PAGE_BYTES"].flatMap(Int.init) ?? 4 << 20
+
     func run() async throws {
         var logger = Logger(label: "psync")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
@@ -116,6 +131,11 @@ struct Serve: AsyncParsableCommand {
         configuration.triggers.leaseRenewal = .milliseconds(max(100, triggerLease * 1000 / 5))
         configuration.presenceLease = .seconds(presenceLease)
         configuration.uploadTransactions = uploadTransactions
+        configuration.sessions.apiKeySessionLifetime = .seconds(apiKeySessionLifetime)
+        configuration.sessions.authTimeout = .seconds(authTimeout)
+        configuration.sessions.unauthenticatedMessageBytes = unauthenticatedMessageLimit
+        configuration.sessions.maximumSessionsPerUser = maxSessionsPerUser
+        configuration.storage.maximumPageBytes = pageBytes
         let server = SyncServer(configuration: configuration, database: url, application: Application.current, logger: logger)
         let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {

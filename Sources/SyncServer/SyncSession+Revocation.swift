@@ -1,0 +1,30 @@
+import Foundation
+import Logging
+import NIOWebSocket
+import Synchronization
+import SyncProtocol
+import SyncStorage
+
+extension SyncSession.State {
+    /// Takes a credential (at the upgrade or from `auth`). An API key does not expire, so its
+    /// session ends `apiKeySessionLifetime` after the key was last presented: the service
+    /// sends `auth` again to re-validate the key and extend it.
+    mutating func grant(_ credential: Credential, configuration: SessionConfiguration) {
+        principal = credential.principal
+        expires = credential.expires ?? Date() + configuration.apiKeySessionLifetime.timeInterval
+        revokedBy = credential.revokedBy
+    }
+}
+
+extension SyncSession {
+    /// Closes the session if its credential is revoked (the account was deleted, its login
+    /// logged out, its API key revoked): `error` `session_revoked`, then close 4001. An
+    /// in-memory lookup; the registry calls it whenever the revocations change and on every sweep.
+    func closeIfRevoked(_ revocations: RevocationList) {
+        let (revokedBy, closing) = state.withLock { ($0.revokedBy, $0.closing) }
+        guard !closing, revocations.revokes(revokedBy) else { return }
+        logger.info("credential revoked; closing the session")
+        send(.error(SyncError(.sessionRevoked, "the session's credential was revoked"), partition: nil))
+        close(.unknown(4001), SyncError.Code.sessionRevoked.rawValue)
+    }
+}
