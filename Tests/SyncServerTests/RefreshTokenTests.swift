@@ -85,7 +85,15 @@ struct RefreshTokenTests {
                     #expect(try await late.http.post("/v1/auth/refresh", ["refreshToken": .string(head)]).status == 401)
                     let lostToken = try #require(lost.json?["refreshToken"]?.stringValue)
                     #expect(try await late.http.post("/v1/auth/refresh", ["refreshToken": .string(lostToken)]).status == 401)
+                    // And so are the access tokens the family issued, on both instances.
+                    #expect(try await late.http.get("/v1/partitions/user%3D\(tokens.userID)/changes", token: access).status == 401)
                 }
+                #expect(try await TestTriggers.eventually {
+                    try await http.get("/v1/partitions/user%3D\(tokens.userID)/changes", token: access).status == 401
+                })
+                // A new login is a new family, untouched.
+                let again = try await http.login("ann@example.com", password: "correct horse battery")
+                #expect(try await http.get("/v1/partitions/user%3D\(tokens.userID)/changes", token: again.accessToken).status == 200)
             }
         }
     }
