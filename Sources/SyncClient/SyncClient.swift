@@ -115,6 +115,12 @@ public actor SyncClient {
     /// (an unknown object, a wrong path) are refused here with their error.
     @discardableResult
     public func write(_ operations: [SyncOperation], in partition: Partition) throws -> String {
+        // The longest request id the store makes is a UUID: measure the message with one.
+        let message = ClientMessage.upload(requestId: UUID().uuidString, partition: partition, operations: operations)
+        let size = message.json.jsonBytes.count
+        guard size <= configuration.maximumUploadBytes else {
+            throw SyncError(.payloadTooLarge, "the upload would be \(size) bytes; the server takes at most \(configuration.maximumUploadBytes)")
+        }
         if try store.isOpen(partition) {
             var states = try view(of: partition).reduce(into: [ObjectKey: DocumentState]()) { $0[$1.key] = $1.state }
             for (key, object) in try store.serverObjects(of: partition) where states[key] == nil {

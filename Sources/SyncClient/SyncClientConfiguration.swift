@@ -20,6 +20,10 @@ public struct SyncClientConfiguration: Sendable {
     /// How long an upload may wait for its answer before the connection is considered dead.
     /// Default 30 seconds.
     public var uploadTimeout: Duration = .seconds(30)
+    /// The largest upload message the server takes (its `maximumMessageBytes`): a write whose
+    /// upload would be longer is refused at once with `payload_too_large`, never queued, so it
+    /// cannot become an upload the server refuses on every reconnect. Default 16 MiB.
+    public var maximumUploadBytes: Int = 16 << 20
     public var logger: Logger
 
     public init(serverURL: URL, storePath: String?, logger: Logger = Logger(label: "psync.client")) {

@@ -75,3 +75,16 @@ public enum ClientMessage: Sendable, Hashable {
         }
     }
 }
+
+extension ClientMessage {
+    /// The request id and partition of an upload message whose decoding failed, so that it is
+    /// answered `rejected` with its request id (a final refusal a pipelining client can match)
+    /// rather than with a bare `error`. `nil` when the message is not an upload, or its
+    /// `requestId` or `partition` is itself unreadable (then only `error` can answer it).
+    public static func uploadEnvelope(of json: JSONValue) -> (requestId: String, partition: Partition)? {
+        guard json["type"] == "upload", let requestId = json["requestId"]?.stringValue,
+            let text = json["partition"]?.stringValue, let partition = try? Partition(text)
+        else { return nil }
+        return (requestId, partition)
+    }
+}

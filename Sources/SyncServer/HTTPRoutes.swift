@@ -137,7 +137,13 @@ struct HTTPRoutes: Sendable {
         guard let requestId = body["requestId"]?.stringValue else { throw SyncError(.badRequest, "the body needs a string 'requestId'") }
         guard let list = body["operations"]?.arrayValue else { throw SyncError(.badRequest, "the body needs an array 'operations'") }
         var operations: [SyncOperation] = []
-        for item in list { operations.append(try SyncOperation(json: item)) }
+        do {
+            for item in list { operations.append(try SyncOperation(json: item)) }
+        } catch {
+            // A malformed operation is final: the `rejected` answer, with the request id.
+            let message = ServerMessage.rejected(requestId: requestId, partition: partition, error: error, objects: [])
+            return .json(message.json, status: error.code.httpStatus)
+        }
         switch await uploads.upload(operations, to: partition, requestId: requestId, by: principal) {
         case .ack(let result):
             return .json(ServerMessage.ack(requestId: requestId, partition: partition, cursor: result.cursor, version: result.version).json)

@@ -161,6 +161,8 @@ public final class SyncServer: Service, Sendable {
             adminServices: configuration.adminServices, metricsPublic: configuration.metricsPublic
         ).add(to: router)
         let refusals = UpgradeRefusals()
+        let frameGates = FrameGates()
+        let unauthenticatedLimit = configuration.sessions.unauthenticatedMessageBytes
 
         let webSocketRouter = Router(context: SyncRequestContext.self)
         webSocketRouter.add(middleware: ErrorMiddleware(metrics: metrics))
@@ -178,6 +180,9 @@ public final class SyncServer: Service, Sendable {
                     refusals.refuse(context.channel, error)
                     return .dontUpgrade
                 }
+            } else {
+                // Until `auth`, only small frames (see FrameGate).
+                try await frameGates.install(on: context.channel, limit: unauthenticatedLimit)
             }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
@@ -191,7 +196,8 @@ public final class SyncServer: Service, Sendable {
             }
             var sessionServices = services
             sessionServices.logger[metadataKey: "session"] = "\(id)"
-            let session = SyncSession(services: sessionServices, id: id, credential: credential)
+            let session = SyncSession(
+                services: sessionServices, id: id, credential: credential, frameGate: frameGates.take(context.requestContext.channel))
             self.sessions.add(session)
             defer { self.sessions.remove(session) }
             do {
@@ -211,7 +217,8 @@ public final class SyncServer: Service, Sendable {
                 // timeout (clients ping), and a pinging task per connection is memory.
                 configuration: .init(
                     http1: .init(additionalChannelHandlers: [refusals.makeHandler()]),
-                    ws: .init(maxFrameSize: configuration.sessions.maximumFrameBytes, autoPing: .disabled, validateUTF8: true))),
+                    // A browser sends a message as one frame: a frame may be a whole message.
+                    ws: .init(maxFrameSize: configuration.sessions.maximumMessageBytes, autoPing: .disabled, validateUTF8: true))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: configuration.name),
             // Shut down in reverse order: the server first.
             services: [hub, listener, triggers, presence, maintenance, instances, sessions],

@@ -23,6 +23,13 @@ extension SyncSession {
         do {
             message = try ClientMessage(json: json)
         } catch {
+            if principal != nil, let (requestId, partition) = ClientMessage.uploadEnvelope(of: json) {
+                // A malformed operation is final: `rejected`, with the request id.
+                services.metrics.countUpload("rejected")
+                services.metrics.countError(error.code.rawValue)
+                send(.rejected(requestId: requestId, partition: partition, error: error, objects: []))
+                return
+            }
             let partition = json["partition"]?.stringValue.flatMap { try? Partition($0) }
             send(.error(error, partition: partition))
             return
@@ -67,6 +74,7 @@ extension SyncSession {
                 send(.error(SyncError(.badRequest, "a session cannot change its user"), partition: nil))
             case true?:
                 guard admitToSessionCount() else { return }
+                frameGate?.open()
                 send(.ready(userId: principal.description))
                 await joinedPresence()
             case false?:

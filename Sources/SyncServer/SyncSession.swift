@@ -120,9 +120,14 @@ final class SyncSession: FeedSubscriber, Sendable {
     let eventSink: AsyncStream<Event>.Continuation
     let events: AsyncStream<Event>
 
-    init(services: SessionServices, id: Int, credential: Credential?) {
+    /// Opened once the session is authenticated by `auth`: until then the connection takes
+    /// only small frames.
+    let frameGate: FrameGate?
+
+    init(services: SessionServices, id: Int, credential: Credential?, frameGate: FrameGate? = nil) {
         self.services = services
         self.id = id
+        self.frameGate = frameGate
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
         if let credential {
             state.withLock { $0.grant(credential, configuration: services.configuration) }

@@ -44,6 +44,33 @@ struct SyncClientTests {
         }
     }
 
+    @Test("a write whose upload the server could never take is refused at once, never queued")
+    func oversizedWrite() async throws {
+        let harness = ClientHarness()
+        defer { harness.cleanUp() }
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url, permissions: SharedRules.permissions) { server in
+                let client = try harness.client(server.baseURL)
+                let userID = try await client.register(email: "ann@example.com", password: "correct horse")
+                try await ClientHarness.running(client) {
+                    let mine = partition("user=\(userID)")
+                    let text = JSONValue.string(String(repeating: "x", count: 900_000))
+                    let operations = (0..<20).map { SyncOperation.put(key("Note", "n\($0)"), body: ["text": text]) }
+                    do {
+                        _ = try await client.write(operations, in: mine)
+                        Issue.record("an upload of 18 MB was queued")
+                    } catch let error as SyncError {
+                        #expect(error.code == .payloadTooLarge)
+                    }
+                    #expect(try await client.unacknowledgedWrites() == 0)
+                    // A write within the limit still goes.
+                    _ = try await client.write(Array(operations.prefix(3)), in: mine)
+                    #expect(await client.waitUntilUploaded(timeout: .seconds(30)))
+                }
+            }
+        }
+    }
+
     @Test("writes queued while the server is stopped are delivered exactly once after it restarts")
     func offlineQueue() async throws {
         try await ClientHarness.withSignedInUser { ann in

@@ -1,0 +1,170 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import NIOCore
+import NIOWebSocket
+import WSCore
+import SyncProtocol
+import SyncServer
+import SyncStorage
+import SyncTesting
+import Testing
+
+/// Every upload gets exactly one answer carrying its request id, and a message as large as the
+/// documented limit arrives in one frame, as browsers send it.
+@Suite("Upload answers", .timeLimit(.minutes(8)))
+struct UploadAnswerTests {
+    /// Malformed operations of the fault-tolerance review, each in an otherwise sound upload.
+    static let malformed: [(String, String)] = [
+        ("collection", #"{"op":"put","collection":"User; DROP","id":"i","body":{}}"#),
+        ("empty id", #"{"op":"put","collection":"Note","id":"","body":{}}"#),
+        ("body", #"{"op":"put","collection":"Note","id":"i","body":[1]}"#),
+        ("empty path", #"{"op":"set","collection":"Note","id":"i","path":"","value":1}"#),
+        ("increment by a string", #"{"op":"increment","collection":"Note","id":"i","path":"n","by":"1"}"#),
+        ("unknown op", #"{"op":"explode","collection":"Note","id":"i"}"#),
+    ]
+
+    @Test("a malformed operation is answered `rejected` with the upload's request id, over WebSocket and HTTP; pipelined uploads keep their answers")
+    func malformedOperations() async throws {
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url) { server in
+                let alice = try await server.register("alice@example.com")
+                let mine = "user=\(alice.userID)"
+                let client = try await server.connect(token: alice.accessToken)
+                _ = try await client.next()
+                // Pipelined: a good upload, each malformed one, a good one.
+                let good = #"{"op":"put","collection":"Note","id":"n","body":{"text":"hi"}}"#
+                var sent = ["good-1"]
+                client.send(text: #"{"type":"upload","requestId":"good-1","partition":"\#(mine)","operations":[\#(good)]}"#)
+                for (name, operation) in Self.malformed {
+                    sent.append(name)
+                    client.send(text: #"{"type":"upload","requestId":"\#(name)","partition":"\#(mine)","operations":[\#(good),\#(operation)]}"#)
+                }
+                sent.append("good-2")
+                client.send(text: #"{"type":"upload","requestId":"good-2","partition":"\#(mine)","operations":[\#(good)]}"#)
+                var answered: [String: ServerMessage] = [:]
+                while answered.count < sent.count {
+                    let message = try await client.next()
+                    switch message {
+                    case .ack(let id, _, _, _), .rejected(let id, _, _, _):
+                        #expect(answered[id] == nil, "two answers for \(id)")
+                        answered[id] = message
+                    default:
+                        Issue.record("unexpected \(message)")
+                    }
+                }
+                #expect(answered["good-1"]?.isAck == true && answered["good-2"]?.isAck == true)
+                for (name, _) in Self.malformed {
+                    guard case .rejected(_, let partition, let error, _)? = answered[name] else { Issue.record("\(name): \(String(describing: answered[name]))"); continue }
+                    #expect(partition.description == mine)
+                    #expect(error.code != .internal && error.code != .unavailable, "\(name): \(error)")
+                }
+                // Over HTTP: the same `rejected` body, with its request id and a 4xx status.
+                let path = "/v1/partitions/user%3D\(alice.userID)/uploads"
+                for (name, operation) in Self.malformed {
+                    let body = Data(#"{"requestId":"http-\#(name)","operations":[\#(operation)]}"#.utf8)
+                    let response = try await server.http.request("POST", path, body: body, token: alice.accessToken)
+                    #expect((400..<500).contains(response.status), "\(name): \(response.status)")
+                    #expect(response.json?["type"] == "rejected" && response.json?["requestId"] == .string("http-\(name)"), "\(name): \(response.text)")
+                }
+                await client.close()
+            }
+        }
+    }
+
+    @Test("after auth a message of several MiB arrives in one frame; an upload over the body limit is `rejected` `payload_too_large` with its request id")
+    func largeSingleFrames() async throws {
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url) { server in
+                let alice = try await server.register("alice@example.com")
+                let mine = "user=\(alice.userID)"
+                // The `auth` message, as a browser authenticates (it cannot set headers).
+                let client = try await server.connect(token: nil)
+                client.send(.auth(token: alice.accessToken))
+                #expect(try await client.next() == .ready(userId: alice.userID))
+                func single(_ text: String) {
+                    var buffer = ByteBuffer()
+                    buffer.writeString(text)
+                    client.send(frame: .custom(WebSocketFrame(fin: true, opcode: .text, data: buffer)))
+                }
+                // Three objects of 900 KB: 2.7 MB in one frame.
+                let text = String(repeating: "x", count: 900_000)
+                let operations = (0..<3).map { #"{"op":"put","collection":"Note","id":"big-\#($0)","body":{"text":"\#(text)"}}"# }
+                single(#"{"type":"upload","requestId":"big","partition":"\#(mine)","operations":[\#(operations.joined(separator: ","))]}"#)
+                guard case .ack(let id, _, _, _) = try await client.next(timeout: .seconds(30)) else { Issue.record("no ack"); return }
+                #expect(id == "big")
+                // One body over 1 MiB: refused, with its request id, and the session goes on.
+                let huge = String(repeating: "y", count: 1_200_000)
+                single(#"{"type":"upload","requestId":"huge","partition":"\#(mine)","operations":[{"op":"put","collection":"Note","id":"huge","body":{"text":"\#(huge)"}}]}"#)
+                let answer = try await client.next(timeout: .seconds(30))
+                guard case .rejected(let rejectedID, _, let error, _) = answer else { Issue.record("\(answer)"); return }
+                #expect(rejectedID == "huge" && error.code == .payloadTooLarge)
+                client.send(.ping(nonce: "still here"))
+                #expect(try await client.next() == .pong(nonce: "still here"))
+                #expect(try await db.store().body(of: key("Note", "big-2"))?["text"]?.stringValue?.count == 900_000)
+                await client.close()
+            }
+        }
+    }
+
+    @Test("before auth a frame longer than the limit is refused from its header, without the server waiting for its payload")
+    func unauthenticatedLongFrame() async throws {
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url) { server in
+                let socket = try RawSocket(port: server.port)
+                defer { socket.close() }
+                let handshake = "GET /v1/sync HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                try socket.send(Array(handshake.utf8))
+                let response = try socket.receive(until: { String(decoding: $0, as: UTF8.self).contains("\r\n\r\n") })
+                #expect(String(decoding: response, as: UTF8.self).hasPrefix("HTTP/1.1 101"))
+                // A text frame that says it holds 1 MiB; only its header and 10 bytes are sent.
+                let length = 1 << 20
+                let header: [UInt8] = [0x81, 0x80 | 127] + (0..<8).reversed().map { UInt8((UInt64(length) >> (8 * UInt64($0))) & 0xFF) } + [9, 9, 9, 9]
+                try socket.send(header + [UInt8](repeating: 0x20, count: 10))
+                // The server closes at once with 1009: it does not wait for the rest of the frame.
+                let closing = try socket.receive(until: { $0.count >= 4 })
+                #expect(Array(closing.prefix(4)) == [0x88, 0x02, 0x03, 0xF1])
+            }
+        }
+    }
+}
+
+/// A plain TCP connection, for bytes no WebSocket client would send.
+final class RawSocket {
+    let descriptor: Int32
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw SyncError(.unavailable, "cannot connect to port \(port)") }
+    }
+
+    func send(_ bytes: [UInt8]) throws {
+        let sent = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, 0) }
+        guard sent == bytes.count else { throw SyncError(.unavailable, "short send") }
+    }
+
+    /// Reads until `done` holds for what was read; throws on timeout or end of stream.
+    func receive(until done: ([UInt8]) -> Bool) throws -> [UInt8] {
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !done(received) {
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { throw SyncError(.unavailable, "the connection ended after \(received.count) bytes") }
+            received += chunk[0..<count]
+        }
+        return received
+    }
+
+    func close() { _ = Glibc.close(descriptor) }
+}
