@@ -103,7 +103,8 @@ public struct SessionConfiguration: Sendable {
     /// Replies (acks, errors, pongs) queued for a client that does not read before the session
     /// is closed with code 4002. Default 1,000.
     public var outboxLimitReplies: Int = 1_000
-    /// Largest message a client may send, in bytes. Default 16 MiB.
+    /// Largest message a client may send after it is authenticated, in bytes, in one frame or
+    /// several (a longer one closes the connection with 1009). Default 16 MiB.
     public var maximumMessageBytes: Int = 16 << 20
     /// Largest WebSocket frame, in bytes, either way: longer messages are sent in several
     /// frames (and a client's frames may not be longer). Default 1 MiB.
@@ -127,6 +128,10 @@ public struct SessionConfiguration: Sendable {
     /// `too_many_sessions` (429 at the upgrade, or close 4003 after `auth`). API-key sessions
     /// are not counted. Default 100.
     public var maximumSessionsPerUser: Int = 100
+    /// Uploads one session may have received and not yet applied; past it the server stops
+    /// reading the session's messages until one is applied (backpressure on a client that
+    /// pipelines faster than its uploads commit). Default 256.
+    public var maximumQueuedUploads: Int = 256
 
     public init() {}
 }

@@ -7,7 +7,6 @@ import SyncStorage
 
 extension SyncSession {
     /// Most uploads the reader queues before it stops reading (the client then waits on TCP).
-    static let maximumQueuedUploads = 256
     /// Most uploads applied in one transaction.
     static let maximumBatchUploads = 100
     /// Most operations in one transaction (several uploads' together).
@@ -15,7 +14,8 @@ extension SyncSession {
 
     /// Queues an upload for the worker; waits while the queue is full.
     func enqueueUpload(_ upload: QueuedUpload) async {
-        while state.withLock({ $0.uploads.count >= Self.maximumQueuedUploads && !$0.closing }) {
+        let limit = max(1, services.configuration.maximumQueuedUploads)
+        while state.withLock({ $0.uploads.count >= limit && !$0.closing }) {
             do { try await Task.sleep(for: .milliseconds(2)) } catch { return }
         }
         state.withLock { $0.uploads.append(upload) }

@@ -100,6 +100,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("page-bytes"), help: "Bytes of objects in one change page; a larger object goes alone (env PSYNC_PAGE_BYTES).")
     var pageBytes: Int = ProcessInfo.processInfo.environment["PSYNC_PAGE_BYTES"].flatMap(Int.init) ?? 4 << 20
 
+    @Option(name: .customLong("max-message-bytes"), help: "Largest WebSocket message (bytes) after auth, in one frame or several (env PSYNC_MAX_MESSAGE_BYTES).")
+    var maxMessageBytes: Int = ProcessInfo.processInfo.environment["PSYNC_MAX_MESSAGE_BYTES"].flatMap(Int.init) ?? 16 << 20
+
+    @Option(name: .customLong("max-queued-uploads"), help: "Uploads one session may have waiting; past it the server stops reading it (env PSYNC_MAX_QUEUED_UPLOADS).")
+    var maxQueuedUploads: Int = ProcessInfo.processInfo.environment["PSYNC_MAX_QUEUED_UPLOADS"].flatMap(Int.init) ?? 256
+
     func run() async throws {
         var logger = Logger(label: "psync")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
@@ -136,6 +142,8 @@ struct Serve: AsyncParsableCommand {
         configuration.sessions.unauthenticatedMessageBytes = unauthenticatedMessageLimit
         configuration.sessions.maximumSessionsPerUser = maxSessionsPerUser
         configuration.storage.maximumPageBytes = pageBytes
+        configuration.sessions.maximumMessageBytes = maxMessageBytes
+        configuration.sessions.maximumQueuedUploads = maxQueuedUploads
         let server = SyncServer(configuration: configuration, database: url, application: Application.current, logger: logger)
         let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {

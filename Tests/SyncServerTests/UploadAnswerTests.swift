@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 import NIOCore
+import PostgresNIO
 import NIOWebSocket
 import WSCore
 import SyncProtocol
@@ -103,6 +104,50 @@ struct UploadAnswerTests {
                 client.send(.ping(nonce: "still here"))
                 #expect(try await client.next() == .pong(nonce: "still here"))
                 #expect(try await db.store().body(of: key("Note", "big-2"))?["text"]?.stringValue?.count == 900_000)
+                await client.close()
+            }
+        }
+    }
+
+    @Test("a session with as many uploads waiting as allowed is not read until one is applied; below the limit it is", arguments: [4, 64])
+    func queuedUploadLimit(limit: Int) async throws {
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url, configure: { $0.sessions.maximumQueuedUploads = limit }) { server in
+                let alice = try await server.register("alice@example.com")
+                let mine = partition("user=\(alice.userID)")
+                let client = try await server.connect(token: alice.accessToken)
+                _ = try await client.next()
+                func upload(_ id: String) -> ClientMessage {
+                    .upload(requestId: id, partition: mine, operations: [.put(key("Note", id), body: [:])])
+                }
+                client.send(upload("warm"))
+                #expect(try await client.next().isAck)
+                // Another transaction holds the partition's row: uploads to it wait.
+                try await db.client.withConnection { connection in
+                    try await connection.query("BEGIN", logger: db.logger)
+                    try await connection.query("UPDATE psync_partitions SET updated_at = now() WHERE partition = \(mine.description)", logger: db.logger)
+                    for n in 0..<10 { client.send(upload("u\(n)")) }
+                    client.send(.ping(nonce: "read"))
+                    if limit < 10 {
+                        // One applying, `limit` waiting: the rest, and the ping, are not read.
+                        #expect(try await client.receivesNothing(within: .seconds(2)))
+                    } else {
+                        #expect(try await client.next(timeout: .seconds(20)) == .pong(nonce: "read"))
+                    }
+                    try await connection.query("ROLLBACK", logger: db.logger)
+                }
+                var acks = 0
+                var ponged = limit >= 10
+                while acks < 10 || !ponged {
+                    switch try await client.next(timeout: .seconds(20)) {
+                    case .ack: acks += 1
+                    case .pong:
+                        // Read only once an upload was applied and the queue had room.
+                        #expect(acks >= 1, "the ping was read before the queue had room")
+                        ponged = true
+                    case let other: Issue.record("unexpected \(other)")
+                    }
+                }
                 await client.close()
             }
         }
