@@ -221,7 +221,7 @@ public final class SyncServer: Service, Sendable {
                     ws: .init(maxFrameSize: configuration.sessions.maximumMessageBytes, autoPing: .disabled, validateUTF8: true))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: configuration.name),
             // Shut down in reverse order: the server first.
-            services: [hub, listener, triggers, presence, maintenance, instances, sessions],
+            services: [hub, listener, triggers, presence, maintenance, instances, sessions, MemoryReleaser(sessions: sessions, logger: logger)],
             onServerRunning: { channel in self.listening(on: channel) },
             logger: logger
         )

@@ -98,7 +98,6 @@ struct BootstrapScenario {
             floorRows = floor.rows
         }
         let floorRate = floors.sorted()[1]
-        let megabytes = { (bytes: Int) in JSONValue.double(rounded(Double(bytes) / 1_048_576)) }
         return [
             "scenario": "bootstrap",
             "objects": .int(Int64(median.objects)), "batches": .int(Int64(median.batches)), "complete": .bool(passes.allSatisfy(\.complete)),

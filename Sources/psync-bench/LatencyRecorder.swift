@@ -44,6 +44,11 @@ func rounded(_ value: Double) -> Double {
     (value * 1_000).rounded() / 1_000
 }
 
+/// Bytes as mebibytes with three decimals, for the JSON reports.
+func megabytes(_ bytes: Int) -> JSONValue {
+    .double(rounded(Double(bytes) / 1_048_576))
+}
+
 /// `ours / floor` with three decimals, or null when the floor is zero.
 func ratio(_ ours: Double, _ floor: Double) -> JSONValue {
     floor > 0 ? .double(rounded(ours / floor)) : .null

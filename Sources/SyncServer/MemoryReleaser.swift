@@ -1,0 +1,75 @@
+import Logging
+import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// When to give freed memory back to the system: glibc's malloc keeps what a load freed in its
+/// arenas, so after a thousand sessions close the process would stay at its peak size. Once
+/// the sessions have fallen to half their peak since the last release (a load ended), or every
+/// ``periodic`` checks in any case, the heap is trimmed. A pure decision: ``MemoryReleaser``
+/// does the trimming.
+struct MemoryReleasePolicy {
+    /// Fewer sessions than this at the peak is no load worth a release.
+    let minimumPeak: Int
+    /// Checks between two releases made whatever the sessions do.
+    let periodic: Int
+    private var peak = 0
+    private var checks = 0
+
+    init(minimumPeak: Int = 64, periodic: Int = 60) {
+        self.minimumPeak = minimumPeak
+        self.periodic = periodic
+    }
+
+    /// Takes the number of open sessions at a check; whether to release memory now.
+    mutating func check(sessions: Int) -> Bool {
+        checks += 1
+        peak = max(peak, sessions)
+        let loadEnded = peak >= minimumPeak && sessions * 2 <= peak
+        guard loadEnded || checks >= periodic else { return false }
+        peak = sessions
+        checks = 0
+        return true
+    }
+}
+
+/// Trims the heap when ``MemoryReleasePolicy`` says so, checking every `interval`.
+final class MemoryReleaser: Service, Sendable {
+    let sessions: SessionRegistry
+    let interval: Duration
+    let logger: Logger
+
+    init(sessions: SessionRegistry, interval: Duration = .seconds(10), logger: Logger) {
+        self.sessions = sessions
+        self.interval = interval
+        self.logger = logger
+    }
+
+    func run() async {
+        var policy = MemoryReleasePolicy()
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.interval) }
+            if Task.isShuttingDownGracefully { return }
+            if policy.check(sessions: sessions.count) { Self.release(logger) }
+        }
+    }
+
+    /// glibc's `malloc_trim`, which Swift's Glibc module does not import (`malloc.h`).
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
+        #if canImport(Glibc)
+        guard let symbol = dlsym(nil, "malloc_trim") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+        #else
+        return nil
+        #endif
+    }()
+
+    /// Returns the free memory of every malloc arena to the system.
+    static func release(_ logger: Logger) {
+        guard let mallocTrim else { return }
+        let released = mallocTrim(0)
+        logger.debug("memory released to the system", metadata: ["released": "\(released != 0)"])
+    }
+}
