@@ -20,6 +20,11 @@ public final class ServerMetrics: Sendable {
     let subscriptionPauses: Tally
     let queuePeakGauge: CoreMetrics.Gauge
     private let queuePeak = Mutex(0)
+    /// Sizes read when `/metrics` is rendered (see ``sampleSizes(_:)``).
+    private let hubFeeds: CoreMetrics.Gauge
+    private let hubMembers: CoreMetrics.Gauge
+    private let hubWatchers: CoreMetrics.Gauge
+    private let sizes = Mutex<(@Sendable () -> (feeds: Int, members: Int, watchers: Int))?>(nil)
     private let uploadCounters: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
     private let errorCounters: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
 
@@ -39,6 +44,16 @@ public final class ServerMetrics: Sendable {
         localDeliveries = Tally(CoreMetrics.Counter(label: "psync_feed_local_deliveries_total", factory: factory))
         subscriptionPauses = Tally(CoreMetrics.Counter(label: "psync_subscription_pauses_total", factory: factory))
         queuePeakGauge = CoreMetrics.Gauge(label: "psync_session_queue_peak_bytes", factory: factory)
+        hubFeeds = CoreMetrics.Gauge(label: "psync_hub_feeds", factory: factory)
+        hubMembers = CoreMetrics.Gauge(label: "psync_hub_feed_members", factory: factory)
+        hubWatchers = CoreMetrics.Gauge(label: "psync_hub_watched_inputs", factory: factory)
+    }
+
+    /// Where the subscription hub's sizes are read when the metrics are rendered: live feeds,
+    /// their members, and watched permission inputs. After a load they return to their
+    /// baseline (a soak run checks it).
+    func sampleSizes(_ sample: @escaping @Sendable () -> (feeds: Int, members: Int, watchers: Int)) {
+        sizes.withLock { $0 = sample }
     }
 
     /// Records the change bytes queued for one session, keeping the largest seen.
@@ -84,6 +99,12 @@ public final class ServerMetrics: Sendable {
 
     /// The Prometheus text format.
     public func render() -> String {
+        if let sample = sizes.withLock({ $0 }) {
+            let (feeds, members, watchers) = sample()
+            hubFeeds.record(feeds)
+            hubMembers.record(members)
+            hubWatchers.record(watchers)
+        }
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return String(decoding: buffer, as: UTF8.self)

@@ -252,6 +252,9 @@ public final class SubscriptionHub: Service, Sendable {
         state.withLock { state in (state.feeds.count, state.feeds.values.reduce(0) { $0 + $1.members.count }) }
     }
 
+    /// Watched permission inputs, for metrics.
+    var watchedInputs: Int { state.withLock { $0.watchers.count } }
+
     // MARK: Polling
 
     /// The safety net under notifications: commits are announced after they commit, so a

@@ -160,6 +160,10 @@ public final class SyncServer: Service, Sendable {
             triggers: TriggerAdmin(store: store, triggers: application.triggers, logger: logger),
             adminServices: configuration.adminServices, metricsPublic: configuration.metricsPublic
         ).add(to: router)
+        metrics.sampleSizes { [hub] in
+            let counts = hub.counts
+            return (counts.feeds, counts.members, hub.watchedInputs)
+        }
         let refusals = UpgradeRefusals()
         let frameGates = FrameGates()
         let unauthenticatedLimit = configuration.sessions.unauthenticatedMessageBytes

@@ -13,7 +13,7 @@ struct PSyncBench: AsyncParsableCommand {
             object per scenario. Build both in release: `swift build -c release --product psync`, then \
             `swift run -c release psync-bench --quick`.
             """,
-        subcommands: [All.self, Ingest.self, Latency.self, Fanout.self, Bootstrap.self, Connections.self, Relay.self],
+        subcommands: [All.self, Ingest.self, Latency.self, Fanout.self, Bootstrap.self, Connections.self, Soak.self, Relay.self],
         defaultSubcommand: All.self
     )
 }
@@ -78,6 +78,26 @@ struct Fanout: AsyncParsableCommand {
         let parameters = options.quick ? FanoutScenario.Parameters.quick : .init(members: members, messages: messages)
         try await BenchEnvironment.with(options) { environment in
             try await environment.report(FanoutScenario(parameters).run(in: environment))
+        }
+    }
+}
+
+struct Soak: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Mixed load with sessions coming and going for a long time (not in `all`): the server's memory, descriptors and hub sizes every minute, and after the load.")
+    @OptionGroup var options: BenchOptions
+    @Option(help: "Minutes of load.") var minutes = SoakScenario.Parameters().minutes
+    @Option(help: "Users.") var users = SoakScenario.Parameters().users
+    @Option(help: "Rooms of ten members.") var rooms = SoakScenario.Parameters().rooms
+    @Option(help: "Messages per second, all rooms together.") var rate = SoakScenario.Parameters().rate
+    @Option(help: "Sessions opened (and closed) per second.") var churn = SoakScenario.Parameters().churn
+
+    func run() async throws {
+        let parameters = options.quick
+            ? SoakScenario.Parameters.quick
+            : .init(minutes: minutes, users: users, rooms: rooms, rate: rate, churn: churn)
+        try await BenchEnvironment.with(options) { environment in
+            try await environment.report(SoakScenario(parameters).run(in: environment))
         }
     }
 }
