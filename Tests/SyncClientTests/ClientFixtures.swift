@@ -90,6 +90,22 @@ extension ClientHarness {
     }
 }
 
+extension ClientHarness {
+    /// Runs `body` with Ann's running client, signed up on an in-process server with
+    /// ``SharedRules``, and her user id.
+    static func withAnn(_ body: @Sendable (TestDatabase, SyncClient, String) async throws -> Void) async throws {
+        let harness = ClientHarness()
+        defer { harness.cleanUp() }
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url, permissions: SharedRules.permissions) { server in
+                let client = try harness.client(server.baseURL)
+                let userID = try await client.register(email: "ann@example.com", password: "correct horse")
+                try await ClientHarness.running(client) { try await body(db, client, userID) }
+            }
+        }
+    }
+}
+
 /// A rule set where `shared=*` partitions are open to every user, and `user=<id>` is its user's.
 enum SharedRules {
     static var permissions: Permissions {

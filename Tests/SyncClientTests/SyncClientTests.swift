@@ -14,60 +14,44 @@ import Testing
 struct SyncClientTests {
     @Test("a write shows at once, is uploaded, acknowledged and confirmed by the server's copy")
     func optimisticWrite() async throws {
-        let harness = ClientHarness()
-        defer { harness.cleanUp() }
-        try await TestDatabase.with { db in
-            try await TestServer.with(database: db.url, permissions: SharedRules.permissions) { server in
-                let client = try harness.client(server.baseURL)
-                let userID = try await client.register(email: "ann@example.com", password: "correct horse")
-                try await ClientHarness.running(client) {
-                    let mine = try await client.open(partition("user=\(userID)"))
-                    #expect(await client.waitUntilUpToDate(mine.partition, timeout: .seconds(10)))
-                    try await mine.write([.put(key("Note", "n"), body: ["text": "hello"])])
-                    let local = try await mine.objects()
-                    #expect(local.first?.body?["text"] == "hello")
-                    #expect(await client.waitUntilUploaded(timeout: .seconds(10)))
-                    #expect(try await db.store().body(of: key("Note", "n"))?["text"] == "hello")
-                    // Confirmed: the server's batch carried it, nothing is pending.
-                    var confirmed = false
-                    for await snapshot in await mine.updates() where snapshot.pendingWrites == 0 && snapshot.objects.first?.version ?? 0 > 0 {
-                        confirmed = true
-                        break
-                    }
-                    #expect(confirmed)
-                    // A write the local copy already knows to fail is refused at once.
-                    await #expect(throws: SyncError.self) {
-                        try await mine.write([.set(key("Note", "missing"), path: path("x"), value: 1)])
-                    }
-                }
+        try await ClientHarness.withAnn { db, client, userID in
+            let mine = try await client.open(partition("user=\(userID)"))
+            #expect(await client.waitUntilUpToDate(mine.partition, timeout: .seconds(10)))
+            try await mine.write([.put(key("Note", "n"), body: ["text": "hello"])])
+            let local = try await mine.objects()
+            #expect(local.first?.body?["text"] == "hello")
+            #expect(await client.waitUntilUploaded(timeout: .seconds(10)))
+            #expect(try await db.store().body(of: key("Note", "n"))?["text"] == "hello")
+            // Confirmed: the server's batch carried it, nothing is pending.
+            var confirmed = false
+            for await snapshot in await mine.updates() where snapshot.pendingWrites == 0 && snapshot.objects.first?.version ?? 0 > 0 {
+                confirmed = true
+                break
+            }
+            #expect(confirmed)
+            // A write the local copy already knows to fail is refused at once.
+            await #expect(throws: SyncError.self) {
+                try await mine.write([.set(key("Note", "missing"), path: path("x"), value: 1)])
             }
         }
     }
 
     @Test("a write whose upload the server could never take is refused at once, never queued")
     func oversizedWrite() async throws {
-        let harness = ClientHarness()
-        defer { harness.cleanUp() }
-        try await TestDatabase.with { db in
-            try await TestServer.with(database: db.url, permissions: SharedRules.permissions) { server in
-                let client = try harness.client(server.baseURL)
-                let userID = try await client.register(email: "ann@example.com", password: "correct horse")
-                try await ClientHarness.running(client) {
-                    let mine = partition("user=\(userID)")
-                    let text = JSONValue.string(String(repeating: "x", count: 900_000))
-                    let operations = (0..<20).map { SyncOperation.put(key("Note", "n\($0)"), body: ["text": text]) }
-                    do {
-                        _ = try await client.write(operations, in: mine)
-                        Issue.record("an upload of 18 MB was queued")
-                    } catch let error as SyncError {
-                        #expect(error.code == .payloadTooLarge)
-                    }
-                    #expect(try await client.unacknowledgedWrites() == 0)
-                    // A write within the limit still goes.
-                    _ = try await client.write(Array(operations.prefix(3)), in: mine)
-                    #expect(await client.waitUntilUploaded(timeout: .seconds(30)))
-                }
+        try await ClientHarness.withAnn { _, client, userID in
+            let mine = partition("user=\(userID)")
+            let text = JSONValue.string(String(repeating: "x", count: 900_000))
+            let operations = (0..<20).map { SyncOperation.put(key("Note", "n\($0)"), body: ["text": text]) }
+            do {
+                _ = try await client.write(operations, in: mine)
+                Issue.record("an upload of 18 MB was queued")
+            } catch let error as SyncError {
+                #expect(error.code == .payloadTooLarge)
             }
+            #expect(try await client.unacknowledgedWrites() == 0)
+            // A write within the limit still goes.
+            _ = try await client.write(Array(operations.prefix(3)), in: mine)
+            #expect(await client.waitUntilUploaded(timeout: .seconds(30)))
         }
     }
 
