@@ -216,7 +216,7 @@ let package = Package(
         .testTarget(
             name: "RChatTests",
             dependencies: [
-                "RChat", "SyncServer", "SyncTriggers", "SyncTesting", "SyncStorage", "SyncProtocol",
+                "RChat", "SyncServer", "SyncTriggers", "SyncTesting", "SyncStorage", "SyncProtocol", "EmbeddedPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
