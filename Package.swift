@@ -52,6 +52,8 @@ let package = Package(
             dependencies: [
                 "SyncProtocol",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                // Only for ConnectionPoolError, to tell an unreachable database by its code.
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -216,7 +218,7 @@ let package = Package(
         .testTarget(
             name: "RChatTests",
             dependencies: [
-                "RChat", "SyncServer", "SyncTriggers", "SyncTesting", "SyncStorage", "SyncProtocol",
+                "RChat", "SyncServer", "SyncTriggers", "SyncTesting", "SyncStorage", "SyncProtocol", "EmbeddedPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings

@@ -14,10 +14,16 @@ public enum RChatTriggers {
         [userRegistered, userDeleted, userChanged(limits: limits), unreadCounts, presence]
     }
 
-    /// A new account gets its User record and its Chatster.
+    /// A new account gets its User record and its Chatster, On-Line if the user has a session
+    /// open already: ``presence`` may have handled that session's event before the record
+    /// existed, and passed it over.
     public static let userRegistered = Trigger(name: "rchat.user-registered", kinds: [.user], operations: [.registered]) { event, context in
         guard let userID = event.userID, let email = event.after?["email"]?.stringValue else { return }
-        let user = User(_id: userID, userName: email, userPreferences: UserPreferences(displayName: email))
+        // Under the user's presence lock: a session opening after this read commits after this
+        // transaction, so its event finds the record.
+        let online = try await PresenceLedger.openSessions(of: userID, on: context.transaction.connection, logger: context.logger) > 0
+        let user = User(
+            _id: userID, userName: email, userPreferences: UserPreferences(displayName: email), presence: online ? .onLine : .offLine)
         guard var body = try JSONValue(encoding: user).objectValue else { return }
         // The article's User starts with lastSeenAt null (JSONEncoder would leave it out).
         body["lastSeenAt"] = .null

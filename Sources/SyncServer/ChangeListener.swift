@@ -46,7 +46,9 @@ public final class ChangeListener: Service, Sendable {
                 }
                 readiness.listening(false)
                 attempt += 1
-                try? await Task.sleep(for: .milliseconds(min(50 * (1 << min(attempt, 6)), 2_000)))
+                // The backoff ends early on shutdown.
+                let backoff = Duration.milliseconds(min(50 * (1 << min(attempt, 6)), 2_000))
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: backoff) }
             }
         } onCancelOrGracefulShutdown: {}
     }

@@ -19,10 +19,13 @@ struct HTTPRoutes: Sendable {
     let adminServices: Set<String>
     /// Whether `/metrics` answers without an admin API key.
     let metricsPublic: Bool
+    /// What the trigger watchdog found, for `/health/triggers`.
+    let triggerHealth: TriggerHealth
 
     func add(to router: Router<SyncRequestContext>) {
         router.get("health") { _, _ in Response.json(["status": "ok"]) }
         router.get("ready") { _, context in try await self.ready(context) }
+        router.get("health/triggers") { _, _ in self.triggersHealth() }
         router.get("metrics") { request, _ in
             if !self.metricsPublic { try await self.requireAdmin(request) }
             return Response(
@@ -103,11 +106,31 @@ struct HTTPRoutes: Sendable {
             return .error(SyncError(.unavailable, "the server is starting or has lost its database"))
         }
         do {
-            _ = try await store.headVersion(of: Partition("health=check"))
+            // Bounded: while the database is gone a query may wait for a connection that never comes.
+            let store = self.store
+            _ = try await withDeadline(.seconds(2), "the readiness check") { try await store.headVersion(of: Partition("health=check")) }
             return .json(["status": "ready"])
         } catch {
             return .error(SyncError(.unavailable, "the database is unreachable"))
         }
+    }
+
+    /// 200 when every trigger runs and keeps up, else 503; each trigger's lag, lease holder
+    /// and problems (`stuck`, `no_lease`, `behind`, `unknown`) either way.
+    private func triggersHealth() -> Response {
+        let reports = triggerHealth.reports
+        let healthy = reports.allSatisfy(\.problems.isEmpty)
+        let body: JSONValue = [
+            "status": .string(healthy ? "ok" : "unhealthy"),
+            "triggers": .array(reports.map { report in
+                [
+                    "name": .string(report.name), "lag": .int(report.lag),
+                    "leaseHolder": report.leaseHolder.map(JSONValue.string) ?? .null,
+                    "problems": .array(report.problems.map { .string($0.rawValue) }),
+                ]
+            }),
+        ]
+        return .json(body, status: healthy ? .ok : .serviceUnavailable)
     }
 
     // MARK: Sync over HTTP

@@ -24,16 +24,19 @@ final class InstanceService: Service, Sendable {
     }
 
     func run() async {
+        let registry = self.registry
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                registry.store.announceCommits(try await registry.heartbeat() > 0)
+                let others = try await withDeadline(interval * 5, "the instance heartbeat") { try await registry.heartbeat() }
+                registry.store.announceCommits(others > 0)
             } catch {
+                if Task.isCancelled || Task.isShuttingDownGracefully { break }
                 // Not knowing who else runs: announce, to be safe.
                 registry.store.announceCommits(true)
                 logger.warning("instance heartbeat failed", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.interval) }
         }
-        try? await registry.leave()
+        _ = try? await withDeadline(.seconds(3), "leaving the instance registry") { try await registry.leave() }
     }
 }

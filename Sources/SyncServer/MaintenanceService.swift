@@ -31,6 +31,7 @@ final class MaintenanceService: Service, Sendable {
                     logger.info("pruned", metadata: ["tombstones": "\(tombstones)", "requests": "\(requests)", "events": "\(events)"])
                 }
             } catch {
+                if Task.isCancelled || Task.isShuttingDownGracefully { break }
                 logger.warning("maintenance failed", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
             }
             // The wait ends early on shutdown.

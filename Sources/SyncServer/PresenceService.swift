@@ -15,17 +15,23 @@ final class PresenceService: Service, Sendable {
 
     func run() async {
         let interval = ledger.lease / 3
+        let ledger = self.ledger
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                try await ledger.heartbeat()
-                try await ledger.reap()
+                // Bounded: a wait on a database that does not answer must not outlive the lease.
+                try await withDeadline(ledger.lease, "presence upkeep") {
+                    try await ledger.heartbeat()
+                    try await ledger.reap()
+                }
             } catch {
+                if Task.isCancelled || Task.isShuttingDownGracefully { break }
                 logger.warning("presence upkeep failed", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
         }
-        // Leaving cleanly: this instance's users are closed now rather than when rows expire.
-        try? await ledger.closeAll()
+        // Leaving cleanly: this instance's users are closed now rather than when rows expire
+        // (or, if the database does not answer soon, when they expire).
+        _ = try? await withDeadline(.seconds(3), "closing this instance's users") { try await ledger.closeAll() }
     }
 
     func opened(_ userID: String) async {

@@ -21,7 +21,7 @@ struct RouteTable: Sendable {
 
     /// Every route of the server.
     static let server = RouteTable([
-        ("health", [.get]), ("ready", [.get]), ("metrics", [.get]),
+        ("health", [.get]), ("health/triggers", [.get]), ("ready", [.get]), ("metrics", [.get]),
         ("v1/auth/register", [.post]), ("v1/auth/login", [.post]), ("v1/auth/refresh", [.post]),
         ("v1/auth/logout", [.post]), ("v1/auth/user", [.delete]),
         ("v1/admin/triggers", [.get]), ("v1/admin/dead-letters", [.get]), ("v1/admin/dead-letters/:id/retry", [.post]),

@@ -40,6 +40,10 @@ public struct ServerConfiguration: Sendable {
     public var uploadTransactions: Int = 2
     /// Name reported in logs and the `server` header. Default `psync`.
     public var name: String = "psync"
+    /// How long a graceful shutdown waits for the services (triggers, presence, listener, …)
+    /// after the sessions have closed, before it stops without them: a service waiting on a
+    /// database that does not answer cannot hold the process. Default 5 seconds.
+    public var stopTimeout: Duration = .seconds(5)
 
     public init() {}
 }

@@ -37,6 +37,8 @@ public final class SyncServer: Service, Sendable {
     private let runningInstances = Mutex<InstanceService?>(nil)
     private let revocations: RevocationList
     private let sessions: SessionRegistry
+    /// Opens when the HTTP server listens: the other services start then (``AfterListening``).
+    private let listeningGate = Gate()
 
     /// Feeds and live members of the hub (for tests and diagnostics).
     public var hubCounts: (feeds: Int, members: Int) {
@@ -71,7 +73,8 @@ public final class SyncServer: Service, Sendable {
         clientConfiguration.options.maximumConnections = configuration.databasePoolSize
         let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
         do {
-            let app = try await makeApplication(client: client)
+            let (app, triggerHealth) = try await makeApplication(client: client)
+            self.triggerHealth.withLock { $0 = triggerHealth }
             // The application runs in a service group of its own, so the outer graceful
             // shutdown reaches it only after the sessions have wound down: each finishes the
             // upload it is applying, answers it, and closes with 1001. Then the HTTP server
@@ -83,7 +86,14 @@ public final class SyncServer: Service, Sendable {
             let running = Task.detached {
                 // The database client runs beside the group and stops after it: the last to go.
                 try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { await client.run() }
+                    // The pool runs before anything uses it: the task says so as it enters
+                    // `run()`, whose first step marks the client running.
+                    let (started, starting) = AsyncStream.makeStream(of: Void.self)
+                    group.addTask {
+                        starting.finish()
+                        await client.run()
+                    }
+                    for await _ in started {}
                     try await self.prepareDatabase(client: client)
                     // Registered before serving, so the other instances start announcing.
                     try await self.runningInstances.withLock { $0 }?.register()
@@ -93,12 +103,21 @@ public final class SyncServer: Service, Sendable {
             }
             try await withTaskCancellationHandler {
                 try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { try await running.value }
+                    // Awaited through `withDeadline`, which returns when cancelled: a task's value
+                    // awaited directly holds the group until the task ends, however long.
+                    group.addTask { try await withDeadline(nil, "the server") { try await running.value } }
                     group.addTask {
                         try await gracefulShutdown()
                         await self.sessions.windDown(timeout: self.configuration.sessions.shutdownTimeout)
                         await inner.triggerGracefulShutdown()
-                        try await running.value
+                        do {
+                            try await withDeadline(self.configuration.stopTimeout, "the services to stop") { try await running.value }
+                        } catch let error as DeadlineError {
+                            // A service waiting on a database that does not answer: stop without it.
+                            self.logger.error("stopping without waiting further for the services", metadata: ["reason": "\(error)"])
+                            running.cancel()
+                            _ = try? await withDeadline(.seconds(2), "the cancelled services") { try await running.value }
+                        }
                     }
                     try await group.next()
                     group.cancelAll()
@@ -106,13 +125,22 @@ public final class SyncServer: Service, Sendable {
             } onCancel: {
                 running.cancel()
             }
+        } catch let error as IOError where error.errnoCode == EADDRINUSE {
+            let failure = ServerStartError.addressInUse(host: configuration.host, port: configuration.port)
+            failWaiters(failure)
+            throw failure
         } catch {
             failWaiters(error)
             throw error
         }
     }
 
-    private func makeApplication(client: PostgresClient) async throws -> some Service {
+    private let triggerHealth = Mutex<TriggerHealth?>(nil)
+
+    /// What the trigger watchdog last found, once the server runs.
+    public var triggers: TriggerHealth? { triggerHealth.withLock { $0 } }
+
+    private func makeApplication(client: PostgresClient) async throws -> (some Service, TriggerHealth) {
         let readiness = Readiness()
         let store = ObjectStore(client: client, configuration: configuration.storage, logger: logger)
         let issuer = try await TokenIssuer(secret: configuration.auth.jwtSecret, lifetime: configuration.auth.accessTokenLifetime)
@@ -158,7 +186,8 @@ public final class SyncServer: Service, Sendable {
         HTTPRoutes(
             store: store, auth: auth, permissions: permissions, uploads: uploads, metrics: metrics, readiness: readiness,
             triggers: TriggerAdmin(store: store, triggers: application.triggers, logger: logger),
-            adminServices: configuration.adminServices, metricsPublic: configuration.metricsPublic
+            adminServices: configuration.adminServices, metricsPublic: configuration.metricsPublic,
+            triggerHealth: triggers.health
         ).add(to: router)
         metrics.sampleSizes { [hub] in
             let counts = hub.counts
@@ -224,12 +253,19 @@ public final class SyncServer: Service, Sendable {
                     // A browser sends a message as one frame: a frame may be a whole message.
                     ws: .init(maxFrameSize: configuration.sessions.maximumMessageBytes, autoPing: .disabled, validateUTF8: true))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: configuration.name),
-            // Shut down in reverse order: the server first.
-            services: [hub, listener, triggers, presence, maintenance, instances, sessions, MemoryReleaser(sessions: sessions, logger: logger)],
+            // Shut down in reverse order: the server first. They start once the server
+            // listens: a server that cannot listen stops before any of them touched the database.
+            services: [
+                AfterListening(hub, gate: listeningGate), AfterListening(listener, gate: listeningGate),
+                AfterListening(triggers, gate: listeningGate), AfterListening(presence, gate: listeningGate),
+                AfterListening(maintenance, gate: listeningGate), AfterListening(instances, gate: listeningGate),
+                AfterListening(sessions, gate: listeningGate),
+                AfterListening(MemoryReleaser(sessions: sessions, logger: logger), gate: listeningGate),
+            ],
             onServerRunning: { channel in self.listening(on: channel) },
             logger: logger
         )
-        return app
+        return (app, triggers.health)
     }
 
     /// Before anything else runs: the migrations, the application's indexes, and its triggers'
@@ -253,6 +289,7 @@ public final class SyncServer: Service, Sendable {
     }
 
     private func listening(on channel: any Channel) {
+        listeningGate.open()
         let port = channel.localAddress?.port ?? configuration.port
         logger.info("listening", metadata: ["host": "\(configuration.host)", "port": "\(port)"])
         let waiters = bound.withLock { state -> [CheckedContinuation<Int, any Error>] in

@@ -143,9 +143,7 @@ enum ServerError {
         if let error = error as? SyncError { return error }
         if let error = error as? PostgresUnavailable { return SyncError(.unavailable, error.message) }
         let text = String(reflecting: error)
-        if text.contains("connectionError") || text.contains("serverClosedConnection") || text.contains("poolClosed")
-            || text.contains("clientClosedConnection") || text.contains("Connection refused")
-        {
+        if isDatabaseUnavailable(error) {
             logger.warning("database unavailable", metadata: ["error": "\(text.prefix(300))"])
             return SyncError(.unavailable, "the database is unavailable; retry later")
         }

@@ -102,6 +102,21 @@ public struct PresenceLedger: Sendable {
         }
     }
 
+    /// How many sessions `userID` has open now, on any instance, read inside the transaction of
+    /// `connection` after taking the user's presence lock: a session that opens or closes
+    /// meanwhile commits either before this read (and is counted) or after this transaction
+    /// (and its event comes after whatever this transaction wrote). For a trigger that sets
+    /// up what the presence trigger needs (the User record) and must not lose a session
+    /// event that arrived first.
+    public static func openSessions(of userID: String, on connection: PostgresConnection, logger: Logger) async throws -> Int {
+        try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(userID), 7))", logger: logger)
+        for try await total in try await connection.query(
+            "SELECT coalesce(sum(sessions), 0)::bigint FROM psync_presence WHERE user_id = \(userID) AND expires_at > now()",
+            logger: logger
+        ).decode(Int.self) { return total }
+        return 0
+    }
+
     /// Serializes presence changes of one user (across instances) and counts their live sessions.
     private func lockAndCount(_ userID: String, _ connection: PostgresConnection) async throws -> Int {
         try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(userID), 7))", logger: logger)

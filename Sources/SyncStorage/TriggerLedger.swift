@@ -103,12 +103,18 @@ public struct TriggerLedger: Sendable {
 
     /// Moves the position forward inside the transaction of `connection`, only while the
     /// lease is held: the fence that keeps an instance that lost its lease from committing.
-    /// Returns `false` when the lease is no longer held.
-    public func advance(_ name: String, holder: String, to position: Int64, on connection: PostgresConnection) async throws -> Bool {
+    /// With `from`, also only while the stored position is at most that (where the handler
+    /// started): a transaction whose COMMIT answer was lost may have committed, and the events
+    /// it handled must not be handled again. Returns `false` when the lease is no longer held
+    /// or the position has moved past `from`.
+    public func advance(
+        _ name: String, holder: String, to position: Int64, from start: Int64? = nil, on connection: PostgresConnection
+    ) async throws -> Bool {
         let rows = try await connection.query(
             """
             UPDATE psync_triggers SET position = GREATEST(position, \(position)), updated_at = now()
             WHERE name = \(name) AND lease_holder = \(holder) AND lease_expires > now()
+              AND (\(start)::bigint IS NULL OR position <= \(start)::bigint)
             RETURNING 1
             """, logger: logger)
         for try await _ in rows { return true }

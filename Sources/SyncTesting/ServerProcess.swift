@@ -115,7 +115,7 @@ public final class ServerProcess: @unchecked Sendable {
         if let process, process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
     }
 
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

@@ -11,8 +11,18 @@ public struct TriggerAdmin: Sendable {
         public var position: Int64
         /// Events numbered but not yet passed by the trigger.
         public var lag: Int64
+        /// The instance holding the lease now; `nil` when nobody runs the trigger.
         public var leaseHolder: String?
         public var deadLetters: Int
+
+        /// What is wrong, as `psync triggers list` shows it: `no_lease` (nobody runs it) and
+        /// `behind` (more than `maximumLag` events behind).
+        public func problems(maximumLag: Int64) -> [String] {
+            var problems: [String] = []
+            if leaseHolder == nil { problems.append(TriggerHealth.Problem.noLease.rawValue) }
+            if lag > maximumLag { problems.append(TriggerHealth.Problem.behind.rawValue) }
+            return problems
+        }
     }
 
     let store: ObjectStore

@@ -24,6 +24,15 @@ public struct TriggerConfiguration: Sendable, Hashable {
     /// How long the sequencer lets commits gather after it is woken, before it numbers them:
     /// under load one pass numbers the events of many commits. Default 10 ms.
     public var sequencingDelay: Duration = .milliseconds(10)
+    /// The longest a trigger's loop waits for one step: taking or renewing its lease, reading
+    /// events, one handling transaction (the handler included), a dead letter. A step that
+    /// takes longer (a connection that died mid-transaction, a pool that does not answer) is
+    /// abandoned, logged and, for a handler, counted as a failed attempt; the loop goes on
+    /// from the stored position. Default 60 seconds.
+    public var operationTimeout: Duration = .seconds(60)
+    /// A trigger more events behind the log than this is reported unhealthy
+    /// (`/health/triggers`, `psync triggers list`). Default 10,000.
+    public var maximumLag: Int64 = 10_000
 
     public init() {}
 }

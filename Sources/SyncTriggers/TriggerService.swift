@@ -25,6 +25,8 @@ public final class TriggerService: Service, Sendable {
     let runnerSignals: [String: WakeSignal]
     /// The last position this instance's sequencer numbered.
     let sequencedHere = Mutex<Int64>(0)
+    /// What the watchdog last found (`/health/triggers`).
+    public let health: TriggerHealth
 
     /// - Parameters:
     ///   - instance: this server instance's name, recorded as the lease holder.
@@ -40,6 +42,13 @@ public final class TriggerService: Service, Sendable {
         self.logger = logger
         self.metrics = TriggerMetrics(factory: metricsFactory)
         self.runnerSignals = Dictionary(uniqueKeysWithValues: triggers.map { ($0.name, WakeSignal()) })
+        self.health = TriggerHealth(names: triggers.map(\.name), configuration: configuration)
+    }
+
+    /// Runs one step of a loop, giving up after ``TriggerConfiguration/operationTimeout``
+    /// (``withDeadline(_:_:_:)``): no step can hold a loop forever.
+    func bounded<Result: Sendable>(_ what: @autoclosure () -> String, _ operation: @escaping @Sendable () async throws -> Result) async throws -> Result {
+        try await withDeadline(configuration.operationTimeout, what(), operation)
     }
 
     /// A notification arrived: `events` (new events were committed) or `seq:<n>` (events were
@@ -64,6 +73,7 @@ public final class TriggerService: Service, Sendable {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.watchRegistrations() }
             group.addTask { await self.runSequencer() }
+            group.addTask { await self.watch() }
             for trigger in triggers {
                 group.addTask { await self.run(trigger) }
             }
@@ -91,7 +101,8 @@ public final class TriggerService: Service, Sendable {
         store.recordEvents(.all)
         while !isStopping {
             do {
-                let foreign = try await ledger.activeNames().filter { !local.contains($0) }.sorted()
+                let foreign = try await bounded("reading the registered triggers") { try await ledger.activeNames() }
+                    .filter { !local.contains($0) }.sorted()
                 if foreign.isEmpty == recordingAll {
                     recordingAll = !foreign.isEmpty
                     store.recordEvents(recordingAll ? .all : interest)
@@ -121,13 +132,13 @@ public final class TriggerService: Service, Sendable {
     static let sequencingLimit = 10_000
 
     private func runSequencer() async {
-        let log = EventLog(store: store)
+        let store = self.store
         while !isStopping {
             if configuration.sequencingDelay > .zero { await sleepUnlessStopping(configuration.sequencingDelay) }
             do {
                 // Only the runners of triggers the numbered events may concern are woken.
                 var shapes: Set<EventLog.Shape> = []
-                while let pass = try await log.sequencePass(limit: Self.sequencingLimit) {
+                while let pass = try await bounded("a sequencing pass", { try await EventLog(store: store).sequencePass(limit: Self.sequencingLimit) }) {
                     shapes.formUnion(pass.shapes)
                     sequencedHere.withLock { $0 = max($0, pass.last) }
                     // A pass below its limit numbered every event committed before it began;
@@ -153,17 +164,22 @@ public final class TriggerService: Service, Sendable {
         let signal = runnerSignals[trigger.name]!
         var runner = Runner(trigger: trigger, service: self, ledger: ledger)
         while !isStopping {
+            health.beat(trigger.name)
             do {
-                try await ledger.register(trigger.name)
+                try await bounded("registering trigger \(trigger.name)") { try await ledger.register(trigger.name) }
                 break
             } catch {
-                logger.warning("registering a trigger failed", metadata: ["trigger": "\(trigger.name)", "error": "\(error)"])
-                try? await Task.sleep(for: configuration.leaseRenewal)
+                if isStopping { break }
+                logger.warning("registering a trigger failed", metadata: ["trigger": "\(trigger.name)", "error": "\(String(reflecting: error).prefix(300))"])
+                await sleepUnlessStopping(configuration.leaseRenewal)
             }
         }
         var lastRun = ContinuousClock.now - .seconds(3600)
         var behind = false
+        let store = self.store
+        let configuration = self.configuration
         while !isStopping {
+            health.beat(trigger.name)
             do {
                 guard try await runner.holdLease() else {
                     await signal.wait(timeout: configuration.leaseRenewal)
@@ -176,9 +192,11 @@ public final class TriggerService: Service, Sendable {
                 }
                 // Only the events the trigger may handle are read and decoded; the rest of
                 // the scanned range is passed over.
-                let (events, through) = try await EventLog(store: store).events(
-                    after: runner.position, limit: configuration.batchSize, scan: configuration.batchSize * 20, filter: trigger.filter)
-                metrics.lag(trigger.name, events: Int(through - runner.position))
+                let start = runner.position
+                let (events, through) = try await bounded("reading events for trigger \(trigger.name)") {
+                    try await EventLog(store: store).events(
+                        after: start, limit: configuration.batchSize, scan: configuration.batchSize * 20, filter: trigger.filter)
+                }
                 if events.isEmpty {
                     if through > runner.position {
                         runner.pass(to: through)
@@ -196,12 +214,56 @@ public final class TriggerService: Service, Sendable {
                 runner.dropLease()
             } catch {
                 if isStopping { break }
-                logger.warning("trigger loop failed", metadata: ["trigger": "\(trigger.name)", "error": "\(String(reflecting: error).prefix(300))"])
-                try? await Task.sleep(for: configuration.leaseRenewal)
+                // The database went away, or a step timed out: a transaction may have committed
+                // without its answer arriving, so the next step starts from the stored position.
+                logger.warning("trigger loop failed; going on from the stored position", metadata: ["trigger": "\(trigger.name)", "error": "\(String(reflecting: error).prefix(300))"])
+                runner.resync()
+                await sleepUnlessStopping(configuration.leaseRenewal)
             }
         }
         if runner.holding {
-            try? await ledger.releaseLease(trigger.name, holder: instance)
+            let (name, holder) = (trigger.name, instance)
+            do {
+                try await withDeadline(configuration.leaseRenewal * 2, "releasing the lease of \(name)") {
+                    try await ledger.releaseLease(name, holder: holder)
+                }
+            } catch {
+                logger.notice("releasing a trigger lease failed; it expires instead", metadata: ["trigger": "\(name)", "error": "\(error)"])
+            }
+        }
+    }
+
+    // MARK: The watchdog
+
+    /// Every ``TriggerConfiguration/pollInterval``, reads each trigger's stored position and
+    /// lease, apart from the loops: the lag metric and ``health`` stay true when a loop hangs.
+    private func watch() async {
+        let ledger = TriggerLedger(store: store)
+        let store = self.store
+        while !isStopping {
+            do {
+                let (head, statuses) = try await bounded("reading the triggers' state") {
+                    (try await EventLog(store: store).head(), try await ledger.statuses())
+                }
+                let now = Date()
+                for trigger in triggers {
+                    guard let status = statuses.first(where: { $0.name == trigger.name }) else { continue }
+                    let lag = max(0, head - status.position)
+                    metrics.lag(trigger.name, events: Int(lag))
+                    let holder = status.leaseExpires.map { $0 > now } == true ? status.leaseHolder : nil
+                    health.observed(trigger.name, lag: lag, leaseHolder: holder)
+                }
+                health.checked()
+                for report in health.reports where !report.problems.isEmpty {
+                    logger.warning("trigger unhealthy", metadata: [
+                        "trigger": "\(report.name)", "problems": "\(report.problems.map(\.rawValue))", "lag": "\(report.lag)",
+                    ])
+                }
+            } catch {
+                if isStopping { return }
+                logger.debug("the trigger watchdog could not read the ledger", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
+            }
+            await sleepUnlessStopping(configuration.pollInterval)
         }
     }
 
@@ -221,8 +283,11 @@ public final class TriggerService: Service, Sendable {
         /// stores how far the trigger has passed over events it does not handle.
         mutating func holdLease() async throws -> Bool {
             if holding, ContinuousClock.now - renewed < configuration.leaseRenewal { return true }
-            let position = try await ledger.acquireLease(
-                name, holder: service.instance, duration: configuration.leaseDuration, passed: holding ? self.position : nil)
+            let (ledger, name, holder, duration) = (self.ledger, self.name, service.instance, configuration.leaseDuration)
+            let passed = holding ? self.position : nil
+            let position = try await service.bounded("renewing the lease of trigger \(name)") {
+                try await ledger.acquireLease(name, holder: holder, duration: duration, passed: passed)
+            }
             if let position {
                 if !holding { service.logger.info("trigger lease taken", metadata: ["trigger": "\(name)", "position": "\(position)"]) }
                 self.position = max(self.position, position)
@@ -237,6 +302,12 @@ public final class TriggerService: Service, Sendable {
 
         mutating func dropLease() {
             holding = false
+            renewed = .now - .seconds(3600)
+        }
+
+        /// After a failed step: renews the lease before the next one, taking the stored
+        /// position if it is further (a commit whose answer was lost).
+        mutating func resync() {
             renewed = .now - .seconds(3600)
         }
 
@@ -278,6 +349,8 @@ public final class TriggerService: Service, Sendable {
                         } catch let error as TriggerError where error.code == .leaseLost {
                             throw error
                         } catch {
+                            // Without a database, one by one would fail as well.
+                            if isDatabaseUnavailable(error) { throw error }
                             service.logger.debug("a run of events failed together; handling them one by one", metadata: ["trigger": "\(name)"])
                         }
                     }
@@ -304,7 +377,8 @@ public final class TriggerService: Service, Sendable {
                     try await group.waitForAll()
                 }
                 try await advance(to: events.last!.position)
-                try await ledger.clearDone(name, through: events.last!.position)
+                let (ledger, name, last) = (self.ledger, self.name, events.last!.position)
+                try await service.bounded("clearing done-markers of trigger \(name)") { try await ledger.clearDone(name, through: last) }
             }
         }
 
@@ -321,7 +395,7 @@ public final class TriggerService: Service, Sendable {
             let ledger = self.ledger
             let name = self.name
             let holder = service.instance
-            let advanced = try await ledger.advance(name, holder: holder, to: target)
+            let advanced = try await service.bounded("advancing trigger \(name)") { try await ledger.advance(name, holder: holder, to: target) }
             guard advanced else { throw TriggerError(.leaseLost, "lease expired") }
             position = target
         }
@@ -335,7 +409,10 @@ public final class TriggerService: Service, Sendable {
             let trigger = self.trigger
             let holder = service.instance
             let changeBudget = max(1, configuration.changesPerTransaction)
-            let taken = try await service.store.withWriteTransaction(author: "trigger:\(trigger.name)") { transaction in
+            let start = position
+            service.health.beat(trigger.name)
+            let taken = try await service.bounded("handling a run of trigger \(trigger.name)") {
+              try await service.store.withWriteTransaction(author: "trigger:\(trigger.name)") { transaction in
                 // The run's writes are staged and written together at commit: an object that
                 // many events change is written once.
                 transaction.defersWrites = true
@@ -361,10 +438,11 @@ public final class TriggerService: Service, Sendable {
                         }
                     }
                 }
-                guard try await ledger.advance(trigger.name, holder: holder, to: run[taken - 1].position, on: transaction.connection) else {
-                    throw TriggerError(.leaseLost, "lease expired")
+                guard try await ledger.advance(trigger.name, holder: holder, to: run[taken - 1].position, from: start, on: transaction.connection) else {
+                    throw TriggerError(.leaseLost, "the lease expired, or the position moved (a commit whose answer was lost)")
                 }
                 return taken
+              }
             }
             let now = Date()
             for event in run.prefix(taken) where trigger.matches(event) {
@@ -388,7 +466,9 @@ public final class TriggerService: Service, Sendable {
             }
             var attempt = 1
             while true {
+                service.health.beat(trigger.name)
                 do {
+                  try await service.bounded("handling event \(event.position) of trigger \(trigger.name)") {
                     try await service.store.withWriteTransaction(author: "trigger:\(trigger.name)", depth: event.depth + 1) { transaction in
                         transaction.defersWrites = true
                         transaction.defersEncoding = true
@@ -400,16 +480,22 @@ public final class TriggerService: Service, Sendable {
                         logger[metadataKey: "event"] = "\(event.position)"
                         try await trigger.handler(event, TriggerContext(transaction: transaction, logger: logger, trigger: trigger.name))
                         let target = concurrent ? position : event.position
-                        guard try await ledger.advance(trigger.name, holder: holder, to: target, on: transaction.connection) else {
-                            throw TriggerError(.leaseLost, "lease expired")
+                        guard try await ledger.advance(
+                            trigger.name, holder: holder, to: target, from: concurrent ? nil : position, on: transaction.connection)
+                        else {
+                            throw TriggerError(.leaseLost, "the lease expired, or the position moved (a commit whose answer was lost)")
                         }
                     }
+                  }
                     service.metrics.handled(trigger.name, delay: Date().timeIntervalSince(event.created))
                     return
                 } catch let error as TriggerError where error.code == .leaseLost {
                     throw error
                 } catch {
                     service.metrics.failed(trigger.name)
+                    // The database went away: not the event's fault. No attempt is used up and no
+                    // dead letter written; the loop waits and goes on from the stored position.
+                    if isDatabaseUnavailable(error) { throw error }
                     let text = String(describing: error)
                     service.logger.warning(
                         "trigger handler failed",
@@ -442,13 +528,17 @@ public final class TriggerService: Service, Sendable {
             let name = self.name
             let holder = service.instance
             let target = concurrent ? position : event.position
-            try await service.store.withWriteTransaction(author: "trigger:\(name)") { transaction in
-                if concurrent {
-                    guard try await ledger.markDone(name, position: event.position, on: transaction.connection) else { return }
-                }
-                try await ledger.deadLetter(name, position: event.position, attempts: attempts, error: error.description, on: transaction.connection)
-                guard try await ledger.advance(name, holder: holder, to: target, on: transaction.connection) else {
-                    throw TriggerError(.leaseLost, "lease expired")
+            let start = concurrent ? nil : position
+            let store = service.store
+            try await service.bounded("dead-lettering event \(event.position) of trigger \(name)") {
+                try await store.withWriteTransaction(author: "trigger:\(name)") { transaction in
+                    if concurrent {
+                        guard try await ledger.markDone(name, position: event.position, on: transaction.connection) else { return }
+                    }
+                    try await ledger.deadLetter(name, position: event.position, attempts: attempts, error: error.description, on: transaction.connection)
+                    guard try await ledger.advance(name, holder: holder, to: target, from: start, on: transaction.connection) else {
+                        throw TriggerError(.leaseLost, "the lease expired, or the position moved (a commit whose answer was lost)")
+                    }
                 }
             }
             service.metrics.deadLettered(name)

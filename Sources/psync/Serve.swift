@@ -82,6 +82,15 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("upload-transactions"), help: "Upload transactions run at once; uploads arriving meanwhile share the next commit (env PSYNC_UPLOAD_TRANSACTIONS).")
     var uploadTransactions: Int = ProcessInfo.processInfo.environment["PSYNC_UPLOAD_TRANSACTIONS"].flatMap(Int.init) ?? 2
 
+    @Option(name: .customLong("trigger-timeout"), help: "Seconds one step of a trigger (a handling transaction, a lease renewal, a read) may take before it is abandoned and retried (env PSYNC_TRIGGER_TIMEOUT).")
+    var triggerTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_TIMEOUT"].flatMap(Int.init) ?? 60
+
+    @Option(name: .customLong("trigger-max-lag"), help: "Events a trigger may be behind before /health/triggers reports it (env PSYNC_TRIGGER_MAX_LAG).")
+    var triggerMaxLag: Int64 = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_MAX_LAG"].flatMap(Int64.init) ?? 10_000
+
+    @Option(name: .customLong("stop-timeout"), help: "Seconds a graceful shutdown waits for the services once the sessions closed, before stopping without them (env PSYNC_STOP_TIMEOUT).")
+    var stopTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_STOP_TIMEOUT"].flatMap(Int.init) ?? 5
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (env LOG_LEVEL).")
     var logLevel: String = ProcessInfo.processInfo.environment["LOG_LEVEL"] ?? "info"
 
@@ -144,11 +153,19 @@ struct Serve: AsyncParsableCommand {
         configuration.storage.maximumPageBytes = pageBytes
         configuration.sessions.maximumMessageBytes = maxMessageBytes
         configuration.sessions.maximumQueuedUploads = maxQueuedUploads
+        configuration.triggers.operationTimeout = .seconds(max(1, triggerTimeout))
+        configuration.triggers.maximumLag = triggerMaxLag
+        configuration.stopTimeout = .seconds(max(1, stopTimeout))
         let server = SyncServer(configuration: configuration, database: url, application: Application.current, logger: logger)
         let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {
             try await group.run()
             try await embedded?.stop()
+        } catch let error as ServerStartError {
+            try? await embedded?.stop()
+            // The first line it prints, and a clear one.
+            FileHandle.standardError.write(Data("psync: fatal: \(error)\n".utf8))
+            throw ExitCode(69)  // EX_UNAVAILABLE
         } catch {
             try? await embedded?.stop()
             throw error

@@ -14,15 +14,19 @@ struct Triggers: AsyncParsableCommand {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Each trigger's position, lag, lease holder and open dead letters.")
         @OptionGroup var database: DatabaseOptions
+        @Option(name: .customLong("max-lag"), help: "Events behind after which a trigger shows as behind (env PSYNC_TRIGGER_MAX_LAG).")
+        var maximumLag: Int64 = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_MAX_LAG"].flatMap(Int64.init) ?? 10_000
 
         func run() async throws {
             let logger = Logger(label: "psync")
             let reports = try await database.withMigratedClient(logger: logger) { client in
                 try await TriggerAdmin(store: ObjectStore(client: client, logger: logger), triggers: Application.current.triggers, logger: logger).reports()
             }
-            print("trigger\tposition\tlag\tlease holder\tdead letters")
+            print("trigger\tposition\tlag\tlease holder\tdead letters\tstate")
             for report in reports {
-                print("\(report.name)\t\(report.position)\t\(report.lag)\t\(report.leaseHolder ?? "-")\t\(report.deadLetters)")
+                let problems = report.problems(maximumLag: maximumLag)
+                let state = problems.isEmpty ? "ok" : problems.joined(separator: ",")
+                print("\(report.name)\t\(report.position)\t\(report.lag)\t\(report.leaseHolder ?? "-")\t\(report.deadLetters)\t\(state)")
             }
         }
     }

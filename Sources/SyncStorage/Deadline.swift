@@ -1,0 +1,96 @@
+import Synchronization
+
+/// An operation that did not finish within its time.
+public struct DeadlineError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What was waited for.
+    public var what: String
+    public var timeout: Duration
+
+    public init(_ what: String, timeout: Duration) {
+        self.what = what
+        self.timeout = timeout
+    }
+
+    public var description: String { "\(what) did not finish within \(timeout)" }
+}
+
+/// Runs `operation` and returns its result, or throws ``DeadlineError`` once `timeout` has
+/// passed, whether or not the operation heeds cancellation.
+///
+/// A task group cannot bound a wait: it returns only when every child has, and a child stuck
+/// in a call that ignores cancellation (a query on a connection whose server vanished, a
+/// lease from a pool that never answers) would hold it forever. Here the operation runs in a
+/// task of its own that is cancelled at the deadline and left to end when it can; its result
+/// is then dropped. Use it only for work whose late completion is harmless: trigger
+/// transactions are fenced by their lease and position, so a late commit changes nothing.
+/// Cancelling the caller ends the wait at once too (so `nil`, no deadline, waits for a task
+/// in a way its waiter's cancellation can end).
+public func withDeadline<Result: Sendable>(
+    _ timeout: Duration?, _ what: @autoclosure () -> String,
+    _ operation: @escaping @Sendable () async throws -> Result
+) async throws -> Result {
+    let race = DeadlineRace<Result>()
+    let description = what()
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Result, any Error>) in
+            let work = Task {
+                do { race.finish(.success(try await operation())) } catch { race.finish(.failure(error)) }
+            }
+            var tasks = [work]
+            if let timeout {
+                tasks.append(Task {
+                    guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                    race.finish(.failure(DeadlineError(description, timeout: timeout)))
+                })
+            }
+            race.start(continuation, tasks: tasks)
+        }
+    } onCancel: {
+        race.finish(.failure(CancellationError()))
+    }
+}
+
+/// The first of the operation, the timer and a cancellation to finish resumes the waiter;
+/// the others are cancelled.
+private final class DeadlineRace<Result: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Result, any Error>?
+        var tasks: [Task<Void, Never>] = []
+        /// Finished before the continuation was installed (cancelled at once).
+        var early: Swift.Result<Result, any Error>?
+        var done = false
+    }
+
+    private let state = Mutex(State())
+
+    func start(_ continuation: CheckedContinuation<Result, any Error>, tasks: [Task<Void, Never>]) {
+        let early = state.withLock { state -> Swift.Result<Result, any Error>? in
+            if state.done {
+                return state.early
+            }
+            state.continuation = continuation
+            state.tasks = tasks
+            return nil
+        }
+        if let early {
+            for task in tasks { task.cancel() }
+            continuation.resume(with: early)
+        }
+    }
+
+    func finish(_ result: Swift.Result<Result, any Error>) {
+        let (continuation, tasks) = state.withLock { state -> (CheckedContinuation<Result, any Error>?, [Task<Void, Never>]) in
+            guard !state.done else { return (nil, []) }
+            state.done = true
+            guard let continuation = state.continuation else {
+                state.early = result
+                return (nil, [])
+            }
+            state.continuation = nil
+            defer { state.tasks = [] }
+            return (continuation, state.tasks)
+        }
+        for task in tasks { task.cancel() }
+        continuation?.resume(with: result)
+    }
+}

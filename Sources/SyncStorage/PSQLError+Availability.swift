@@ -1,0 +1,33 @@
+import _ConnectionPoolModule
+import PostgresNIO
+
+extension PSQLError {
+    /// Whether the error means the database could not be reached or went away (the
+    /// connection failed or closed, the pool shut down, or the server is stopping, starting
+    /// or recovering: SQLSTATE class 08, and 57P01–57P03), rather than that it refused the
+    /// statement. Such work may succeed when tried again; an answer already lost may also
+    /// have committed, which is why uploads carry request ids and triggers a fenced position.
+    public var isUnavailable: Bool {
+        switch code {
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
+            return true
+        case .server:
+            guard let state = serverInfo?[.sqlState] else { return false }
+            return state.hasPrefix("08") || state == "57P01" || state == "57P02" || state == "57P03"
+        default:
+            return false
+        }
+    }
+}
+
+/// Whether an error, as thrown by the storage layer (possibly wrapped in a transaction
+/// error), means the database is unavailable (``PSQLError/isUnavailable``).
+public func isDatabaseUnavailable(_ error: any Error) -> Bool {
+    if let error = error as? PSQLError { return error.isUnavailable }
+    // The pool gave up making connections for a while (its circuit breaker), or is shut down.
+    if let error = error as? ConnectionPoolError { return error == .connectionCreationCircuitBreakerTripped || error == .poolShutdown }
+    if let error = error as? PostgresTransactionError {
+        return [error.closureError, error.beginError, error.commitError, error.rollbackError].contains { $0.map(isDatabaseUnavailable) ?? false }
+    }
+    return false
+}
