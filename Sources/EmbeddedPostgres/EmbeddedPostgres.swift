@@ -68,7 +68,7 @@ public final class EmbeddedPostgres: Service, Sendable {
                      "-E", "UTF8", "--locale=C.UTF-8", "--no-instructions"],
                     asUser: runAs),
                 "initdb")
-        } else if password == nil || (try? String(contentsOfFile: dataDirectory + "/pg_hba.conf", encoding: .utf8))?.contains(" trust") != false {
+        } else if password == nil || Self.trusts(hba: try? String(contentsOfFile: dataDirectory + "/pg_hba.conf", encoding: .utf8)) {
             // A cluster made before passwords (trust): it gets one once it runs, below.
             needsPassword = true
         }
@@ -145,6 +145,17 @@ public final class EmbeddedPostgres: Service, Sendable {
         try await check(Command.run([bin + "/pg_ctl", "reload", "-D", dataDirectory], asUser: runAs), "pg_ctl reload")
         logger.notice("embedded PostgreSQL now requires a password", metadata: ["passwordFile": "\(passwordFile)"])
         return secret
+    }
+
+    /// Whether a pg_hba.conf lets some connection in without a password (a rule whose method is
+    /// `trust`; comments are passed over). An unreadable file counts as trusting.
+    static func trusts(hba: String?) -> Bool {
+        guard let hba else { return true }
+        return hba.split(separator: "\n").contains { line in
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard let first = fields.first, !first.hasPrefix("#") else { return false }
+            return fields.contains("trust")
+        }
     }
 
     /// A new random password (hex, so it needs no escaping in a URL or SQL), written to

@@ -38,6 +38,11 @@ public struct ServerConfiguration: Sendable {
     /// wait and then share the next commit, many clients' uploads in one transaction (each
     /// still all-or-nothing on its own). Default 2.
     public var uploadTransactions: Int = 2
+    /// How long an upload transaction may take before its uploads are answered `unavailable`
+    /// (the client sends them again; their request ids keep that harmless) and the next ones
+    /// go on: a query on a connection that died with its database may never answer. Default
+    /// 30 seconds.
+    public var uploadTimeout: Duration = .seconds(30)
     /// Name reported in logs and the `server` header. Default `psync`.
     public var name: String = "psync"
     /// How long a graceful shutdown waits for the services (triggers, presence, listener, …)

@@ -149,7 +149,8 @@ public final class SyncServer: Service, Sendable {
         }
         let auth = AuthService(store: store, configuration: configuration.auth, issuer: issuer, revocations: revocations, logger: logger)
         let uploads = UploadService(
-            store: store, permissions: permissions, metrics: metrics, logger: logger, concurrency: configuration.uploadTransactions)
+            store: store, permissions: permissions, metrics: metrics, logger: logger, concurrency: configuration.uploadTransactions,
+            timeout: configuration.uploadTimeout)
         let hub = SubscriptionHub(
             store: store, batchSize: configuration.sessions.batchSize, pollInterval: configuration.changePollInterval,
             metrics: metrics, logger: logger)

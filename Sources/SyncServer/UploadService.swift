@@ -24,12 +24,15 @@ struct UploadService: Sendable {
     /// Every upload goes through it: under load, many clients' uploads share a commit.
     let combiner: UploadCombiner
 
-    init(store: ObjectStore, permissions: Permissions, metrics: ServerMetrics, logger: Logger, concurrency: Int = 2) {
+    init(
+        store: ObjectStore, permissions: Permissions, metrics: ServerMetrics, logger: Logger, concurrency: Int = 2,
+        timeout: Duration? = nil
+    ) {
         self.store = store
         self.permissions = permissions
         self.metrics = metrics
         self.logger = logger
-        self.combiner = UploadCombiner(store: store, concurrency: concurrency)
+        self.combiner = UploadCombiner(store: store, concurrency: concurrency, timeout: timeout)
     }
 
     /// Checks an upload's changes with the application's validators, as `principal`.

@@ -24,6 +24,8 @@ extension PSQLError {
 /// error), means the database is unavailable (``PSQLError/isUnavailable``).
 public func isDatabaseUnavailable(_ error: any Error) -> Bool {
     if let error = error as? PSQLError { return error.isUnavailable }
+    // The database did not answer in time (a connection lost mid-query may never answer).
+    if error is DeadlineError { return true }
     // The pool gave up making connections for a while (its circuit breaker), or is shut down.
     if let error = error as? ConnectionPoolError { return error == .connectionCreationCircuitBreakerTripped || error == .poolShutdown }
     if let error = error as? PostgresTransactionError {

@@ -31,12 +31,19 @@ public final class UploadCombiner: Sendable {
     public let concurrency: Int
     /// The most uploads one transaction takes (a caller's uploads are never split).
     public let maximumUploads: Int
+    /// How long a transaction may take before its callers are answered with
+    /// ``DeadlineError`` (the database is taken to be unavailable) and the combiner goes on:
+    /// after PostgreSQL restarts, a query on a connection that died may never answer. The
+    /// work left behind can still commit; the uploads' request ids make the callers' resends
+    /// harmless. `nil`: no bound.
+    public let timeout: Duration?
     private let state = Mutex(State())
 
-    public init(store: ObjectStore, concurrency: Int = 2, maximumUploads: Int = 200) {
+    public init(store: ObjectStore, concurrency: Int = 2, maximumUploads: Int = 200, timeout: Duration? = nil) {
         self.store = store
         self.concurrency = max(1, concurrency)
         self.maximumUploads = max(1, maximumUploads)
+        self.timeout = timeout
     }
 
     /// Applies `uploads` (in order; each validated by `validate`), in a transaction shared
@@ -76,15 +83,18 @@ public final class UploadCombiner: Sendable {
         let uploads = jobs.flatMap(\.uploads)
         let validators = jobs.flatMap { job in job.uploads.map { _ in job.validate } }
         do {
-            let results = try await store.upload(batch: uploads, validators: validators)
+            let store = self.store
+            let results = try await withDeadline(timeout, "an upload transaction") {
+                try await store.upload(batch: uploads, validators: validators)
+            }
             var offset = 0
             for job in jobs {
                 job.continuation.resume(returning: Array(results[offset..<(offset + job.uploads.count)]))
                 offset += job.uploads.count
             }
         } catch {
-            guard jobs.count > 1 else {
-                jobs[0].continuation.resume(throwing: error)
+            guard jobs.count > 1, !(error is DeadlineError) else {
+                for job in jobs { job.continuation.resume(throwing: error) }
                 return
             }
             // One caller's upload may have failed them all: each on its own again.
@@ -92,7 +102,10 @@ public final class UploadCombiner: Sendable {
                 for job in jobs {
                     group.addTask {
                         do {
-                            job.continuation.resume(returning: try await self.store.upload(batch: job.uploads, validate: job.validate))
+                            let store = self.store
+                            job.continuation.resume(returning: try await withDeadline(self.timeout, "an upload transaction") {
+                                try await store.upload(batch: job.uploads, validate: job.validate)
+                            })
                         } catch {
                             job.continuation.resume(throwing: error)
                         }

@@ -115,6 +115,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-queued-uploads"), help: "Uploads one session may have waiting; past it the server stops reading it (env PSYNC_MAX_QUEUED_UPLOADS).")
     var maxQueuedUploads: Int = ProcessInfo.processInfo.environment["PSYNC_MAX_QUEUED_UPLOADS"].flatMap(Int.init) ?? 256
 
+    @Option(name: .customLong("upload-timeout"), help: "Seconds an upload transaction may take before its uploads are answered unavailable (env PSYNC_UPLOAD_TIMEOUT).")
+    var uploadTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_UPLOAD_TIMEOUT"].flatMap(Int.init) ?? 30
+
     func run() async throws {
         var logger = Logger(label: "psync")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
@@ -153,6 +156,7 @@ struct Serve: AsyncParsableCommand {
         configuration.storage.maximumPageBytes = pageBytes
         configuration.sessions.maximumMessageBytes = maxMessageBytes
         configuration.sessions.maximumQueuedUploads = maxQueuedUploads
+        configuration.uploadTimeout = .seconds(max(1, uploadTimeout))
         configuration.triggers.operationTimeout = .seconds(max(1, triggerTimeout))
         configuration.triggers.maximumLag = triggerMaxLag
         configuration.stopTimeout = .seconds(max(1, stopTimeout))

@@ -1,4 +1,4 @@
-import EmbeddedPostgres
+@testable import EmbeddedPostgres
 import Foundation
 import Logging
 import PostgresNIO
@@ -108,6 +108,14 @@ struct EmbeddedPostgresTests {
         #expect(await refused(stranger))
         #expect(try String(contentsOfFile: passwordFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) == endpoint.password)
         try await again.stop()
+    }
+
+    @Test("a pg_hba.conf trusts when a rule, not a comment, says trust")
+    func trustRules() {
+        let comments = "# METHOD can be \"trust\", \"reject\", \"md5\"\n# CAUTION: local \"trust\" authentication\n#host all all 127.0.0.1/32 trust\n"
+        #expect(!EmbeddedPostgres.trusts(hba: comments + "host all all 127.0.0.1/32 scram-sha-256\n"))
+        #expect(EmbeddedPostgres.trusts(hba: comments + "host\tall\tall\t127.0.0.1/32\ttrust\n"))
+        #expect(EmbeddedPostgres.trusts(hba: nil))
     }
 
     @Test("a folder without the binaries is a clear error")

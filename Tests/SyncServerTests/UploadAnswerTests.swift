@@ -153,6 +153,40 @@ struct UploadAnswerTests {
         }
     }
 
+    @Test("an upload whose transaction outlives the upload timeout is answered unavailable, the next uploads go on, and its resend applies once")
+    func uploadTimeout() async throws {
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url, configure: { $0.uploadTimeout = .seconds(1) }) { server in
+                let alice = try await server.register("alice@example.com")
+                let bob = try await server.register("bob@example.com")
+                let mine = "user%3D\(alice.userID)"
+                func upload(_ requestId: String, _ operation: JSONValue, to path: String, token: String) async throws -> TestHTTPClient.Response {
+                    let body: JSONValue = ["requestId": .string(requestId), "operations": [operation]]
+                    return try await server.http.request("POST", "/v1/partitions/\(path)/uploads", body: Data(body.jsonBytes), token: token)
+                }
+                let increment: JSONValue = ["op": "increment", "collection": "Note", "id": "c", "path": "n", "by": 1]
+                #expect(try await upload("create", ["op": "put", "collection": "Note", "id": "c", "body": ["n": 0]], to: mine, token: alice.accessToken).status == 200)
+                try await db.client.withConnection { connection in
+                    // Another transaction holds the partition: the increment waits past its timeout.
+                    try await connection.query("BEGIN", logger: db.logger)
+                    try await connection.query("UPDATE psync_partitions SET updated_at = now() WHERE partition = \("user=\(alice.userID)")", logger: db.logger)
+                    let late = try await upload("inc", increment, to: mine, token: alice.accessToken)
+                    #expect(late.status == 503 && late.json?["error"]?["code"] == "unavailable", "\(late.status) \(late.text)")
+                    // Other partitions' uploads are not held up behind it.
+                    let other = try await upload("b1", ["op": "put", "collection": "Note", "id": "b", "body": [:]], to: "user%3D\(bob.userID)", token: bob.accessToken)
+                    #expect(other.status == 200)
+                    try await connection.query("ROLLBACK", logger: db.logger)
+                }
+                // Sent again (as a client does after `unavailable`): acknowledged, applied once.
+                #expect(try await upload("inc", increment, to: mine, token: alice.accessToken).status == 200)
+                #expect(try await upload("inc", increment, to: mine, token: alice.accessToken).status == 200)
+                #expect(try await TestTriggers.eventually { try await db.store().body(of: key("Note", "c"))?["n"] == 1 })
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(try await db.store().body(of: key("Note", "c"))?["n"] == 1)
+            }
+        }
+    }
+
     @Test("before auth a frame longer than the limit is refused from its header, without the server waiting for its payload")
     func unauthenticatedLongFrame() async throws {
         try await TestDatabase.with { db in
