@@ -82,8 +82,9 @@ public enum RChatTriggers {
             newMessages[partition.value, default: 0] += 1
         }
         var operations: [Partition: [SyncOperation]] = [:]
+        let memberships = try await context.bodies(of: newMessages.keys.map(ConversationMembership.key))
         for (conversation, count) in newMessages.sorted(by: { $0.key < $1.key }) {
-            let membership = try await context.body(of: ConversationMembership.key(conversation))
+            let membership = memberships[ConversationMembership.key(conversation)]
             // Only where the members' records are: the increments read each record once, after
             // its partition is locked.
             let listing = try await context.keys(of: User.collection, whereArray: "conversations", field: "id", is: .string(conversation))

@@ -151,6 +151,12 @@ public struct TriggerContext {
         try await transaction.load([key])[key]?.state.body
     }
 
+    /// The bodies of the live objects among `keys`, read in one round trip; reads see this
+    /// transaction's own writes.
+    public func bodies(of keys: [ObjectKey]) async throws -> [ObjectKey: [String: JSONValue]] {
+        try await transaction.load(keys).compactMapValues(\.state.body)
+    }
+
     /// Applies operations to one partition, as a client upload would (without the permission
     /// rules). Returns the changes made.
     @discardableResult
