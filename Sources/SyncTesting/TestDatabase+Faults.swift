@@ -45,3 +45,14 @@ extension TestDatabase {
         }
     }
 }
+
+extension TestDatabase {
+    /// How many of this database's backends are waiting for a lock.
+    public func lockWaiters() async throws -> Int {
+        let rows = try await client.query(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            logger: logger)
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+}
