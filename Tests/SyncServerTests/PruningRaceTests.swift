@@ -51,4 +51,61 @@ struct PruningRaceTests {
             }
         }
     }
+
+    @Test("WebSocket subscribers paused mid-snapshot while objects are deleted and pruned end with an exact copy (after a reset or not)")
+    func pausedSubscribers() async throws {
+        let seed = ProcessInfo.processInfo.environment["PSYNC_SEED"].flatMap(UInt64.init) ?? 20_261_122
+        print("pruning race: seed \(seed) (PSYNC_SEED)")
+        var random = SeededGenerator(seed: seed)
+        // Large enough (about 6 MB) that the paused client's socket and queue fill long before
+        // the snapshot ends.
+        let plans = (0..<2).map { _ in (0..<400).map { _ in Int.random(in: 0..<4, using: &random) } }
+        let filler = String(repeating: "y", count: 16_000)
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url, configure: { $0.sessions.batchSize = 5 }) { server in
+                let alice = try await server.register("alice@example.com")
+                let mine = partition("user=\(alice.userID)")
+                let store = db.store()
+                for (round, plan) in plans.enumerated() {
+                    let ids = (0..<plan.count).map { "r\(round)-\($0)" }
+                    for chunk in stride(from: 0, to: ids.count, by: 200) {
+                        let operations: [SyncOperation] = ids[chunk..<min(chunk + 200, ids.count)].map { .put(key("Doc", $0), body: ["n": 0, "text": .string(filler)]) }
+                        try await store.upload(Upload(partition: mine, operations: operations, principal: alice.userID))
+                    }
+                    let client = try await server.connect(token: alice.accessToken)
+                    _ = try await client.next()
+                    client.send(.subscribe(partition: mine, cursor: nil))
+                    var copy = PartitionCopy()
+                    guard case .changes(let first) = try await client.next(timeout: .seconds(30)) else { Issue.record("no first page"); return }
+                    copy.apply(first)
+                    client.pauseReading()
+                    // While it does not read: deletions, updates and re-creations, in several
+                    // commits, then every tombstone and request outcome is pruned.
+                    for (index, action) in plan.enumerated() {
+                        let object = key("Doc", ids[index])
+                        switch action {
+                        case 0: try await store.upload(Upload(partition: mine, operations: [.delete(object)], principal: alice.userID, requestId: "d\(round)-\(index)"))
+                        case 1: try await store.upload(Upload(partition: mine, operations: [.increment(object, path: try! Path(parsing: "n"), by: .int(1))], principal: alice.userID, requestId: "i\(round)-\(index)"))
+                        default: continue
+                        }
+                    }
+                    try await store.pruneTombstones(olderThan: .zero)
+                    try await store.pruneRequests(olderThan: .zero)
+                    let head = try await store.headVersion(of: mine)
+                    client.resumeReading()
+                    var reset = false
+                    while true {
+                        guard case .changes(let batch) = try await client.next(timeout: .seconds(60)) else { continue }
+                        reset = reset || batch.reset
+                        copy.apply(batch)
+                        if batch.upToDate, batch.version == head { break }
+                    }
+                    let stored = try await store.snapshot(of: mine)
+                    print("pruning race: round \(round) ended \(reset ? "after a reset" : "without a reset")")
+                    #expect(copy.objects == stored, "seed \(seed), round \(round): the copy \(reset ? "after a reset " : "")differs from the database")
+                    await client.close()
+                }
+            }
+        }
+    }
 }
