@@ -237,7 +237,7 @@ let package = Package(
         .testTarget(
             name: "SyncServerTests",
             dependencies: [
-                "SyncServer", "SyncTesting", "SyncStorage", "SyncProtocol",
+                "SyncServer", "SyncTesting", "SyncStorage", "SyncProtocol", "SyncTriggers",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

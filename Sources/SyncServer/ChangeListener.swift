@@ -16,7 +16,8 @@ public final class ChangeListener: Service, Sendable {
     let hub: SubscriptionHub
     let logger: Logger
     let readiness: Readiness
-    /// Receives the notifications that do not name a partition (`events`, `seq:<n>`).
+    /// Receives the notifications that do not name a partition (`events`, `seq:<n>`, and
+    /// `instance:<name>` when another instance starts).
     let signal: @Sendable (String) -> Void
     let revocations: RevocationList
     let revocationLedger: RevocationLedger
@@ -78,7 +79,7 @@ public final class ChangeListener: Service, Sendable {
     }
 
     private func handle(_ payload: String) {
-        if payload == "events" || payload.hasPrefix("seq:") {
+        if payload == "events" || payload.hasPrefix("seq:") || payload.hasPrefix(InstanceRegistry.arrivalPrefix) {
             signal(payload)
             return
         }

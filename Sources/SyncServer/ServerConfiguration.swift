@@ -32,6 +32,13 @@ public struct ServerConfiguration: Sendable {
     /// case a commit's notification was lost (its writer died between COMMIT and the
     /// notification). Default 1 second.
     public var changePollInterval: Duration = .seconds(1)
+    /// How often the instance renews its row among the instances sharing the database and
+    /// counts the others; an instance alone sends no NOTIFY, so this is how soon it starts
+    /// announcing when another starts without being told (a starting instance tells the
+    /// others at once, see ``InstanceService``). Its rows expire after five of these.
+    /// Independent of ``changePollInterval``: deliveries between instances must not depend on
+    /// the poll. Default 1 second.
+    public var instanceHeartbeatInterval: Duration = .seconds(1)
     /// Connections in the PostgreSQL pool. Default 20.
     public var databasePoolSize: Int = 20
     /// Upload transactions this instance runs at once. Uploads that arrive while they run

@@ -161,18 +161,22 @@ public final class SyncServer: Service, Sendable {
         let triggers = TriggerService(
             store: store, triggers: application.triggers, configuration: configuration.triggers, instance: instance,
             metricsFactory: metrics.factory, logger: logger)
+        let instances = InstanceService(
+            registry: InstanceRegistry(store: store, instance: instance, lease: configuration.instanceHeartbeatInterval * 5),
+            interval: configuration.instanceHeartbeatInterval, logger: logger)
+        runningInstances.withLock { $0 = instances }
         let listener = ChangeListener(
             url: database, hub: hub, readiness: readiness, revocations: revocations, revocationLedger: RevocationLedger(store: store),
             logger: logger
         ) { payload in
-            triggers.notified(payload)
+            if payload.hasPrefix(InstanceRegistry.arrivalPrefix) {
+                instances.arrived()
+            } else {
+                triggers.notified(payload)
+            }
         }
         let presence = PresenceService(
             ledger: PresenceLedger(store: store, instance: instance, lease: configuration.presenceLease), logger: logger)
-        let instances = InstanceService(
-            registry: InstanceRegistry(store: store, instance: instance, lease: configuration.changePollInterval * 5),
-            interval: configuration.changePollInterval, logger: logger)
-        runningInstances.withLock { $0 = instances }
         // Registration counters share the failures' table and outlive it when their window is longer.
         let maintenance = MaintenanceService(
             store: store, retention: configuration.retention,

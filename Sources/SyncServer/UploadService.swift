@@ -62,6 +62,7 @@ struct UploadService: Sendable {
             }
             let upload = Upload(partition: partition, operations: operations, principal: principal.description, requestId: requestId)
             let result = try await combiner.upload([upload], validate: validator(in: partition, by: principal))[0].get()
+            await Failpoint.reached(.afterCommitBeforeAck, requestId: requestId)
             metrics.countUpload("ack")
             return .ack(result)
         } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
@@ -104,6 +105,7 @@ struct UploadService: Sendable {
         for (upload, result) in zip(batch, results) {
             switch result {
             case .success(let result):
+                await Failpoint.reached(.afterCommitBeforeAck, requestId: upload.requestId)
                 metrics.countUpload("ack")
                 outcomes.append(.ack(result))
             case .failure(let error):

@@ -32,6 +32,16 @@ public struct InstanceRegistry: Sendable {
         return 0
     }
 
+    /// The notification payload a starting instance sends: `instance:<name>`.
+    public static let arrivalPrefix = "instance:"
+
+    /// Tells the running instances that this one started: on hearing it they announce their
+    /// commits from then on, without waiting for their next heartbeat.
+    public func announceArrival() async throws {
+        try await store.client.query(
+            "SELECT pg_notify(\(ObjectStore.notificationChannel), \(Self.arrivalPrefix + instance))", logger: logger)
+    }
+
     /// Removes this instance's row (on shutdown), and rows that expired long ago.
     public func leave() async throws {
         try await store.client.query(

@@ -100,7 +100,7 @@ extension ObjectStore {
         // catch-up from a cursor sends every tombstone after it (floor 0).
         let floor: Int64? = reset && position.tombstoneFloor == nil ? nil : (position.tombstoneFloor ?? 0)
         let found = try await read(position, limit, floor)
-        if !reset, position.version > found.head || position.version < found.prunedThrough {
+        if !reset, position.version > found.head || Self.needsPruned(position, prunedThrough: found.prunedThrough) {
             return Page(objects: found.objects, cursor: position.cursor, upToDate: false, reset: true)
         }
         if found.more, let last = found.last {
@@ -112,6 +112,17 @@ extension ObjectStore {
         }
         let end = CursorPosition(epoch: position.epoch, version: max(found.head, position.version))
         return Page(objects: found.objects, cursor: end.cursor, upToDate: true, reset: reset, version: end.version)
+    }
+
+    /// Whether a reader at `position` still needs a tombstone that may have been pruned (every
+    /// pruned one is at or below `prunedThrough`). It needs those after its position: above
+    /// its version, and at its version after `after` when it stops inside a commit; but not
+    /// those at or below a snapshot's tombstone floor, which a snapshot leaves out anyway (or
+    /// a snapshot restarted after pruning could never get past its first page).
+    static func needsPruned(_ position: CursorPosition, prunedThrough: Int64) -> Bool {
+        let floor = position.tombstoneFloor ?? 0
+        if prunedThrough > max(position.version, floor) { return true }
+        return position.after != nil && prunedThrough == position.version && floor < position.version
     }
 
     /// The page's objects, each made by `object`.

@@ -52,7 +52,7 @@ extension ObjectStore {
                 })
                 // Only the partitions of accepted uploads are locked and get a new version.
                 transaction.versions = transaction.versions.filter { accepted.contains($0.key) }
-                try await transaction.commitOptimistically(lockTimeout: accepted.count > 1 ? Self.batchLockTimeout : nil)
+                try await transaction.commitOptimistically(lockTimeout: accepted.count > 1 ? Self.batchLockTimeout : configuration.lockPatience)
                 committed(transaction)
                 return zip(batch, outcomes).map { entry, outcome in
                     outcome.map { changes in

@@ -15,8 +15,12 @@ extension ObjectStore {
     public func upload(_ upload: Upload, validate: Validator? = nil) async throws -> UploadResult {
         try Self.checkRequestID(upload.requestId)
         let epoch = try await epoch()
-        if let results = try await optimisticBatch([(upload, validate)], epoch: epoch) { return try results[0].get() }
-        return try await lockedUpload(upload, validate: validate, epoch: epoch)
+        do {
+            if let results = try await optimisticBatch([(upload, validate)], epoch: epoch) { return try results[0].get() }
+            return try await lockedUpload(upload, validate: validate, epoch: epoch)
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55P03" {
+            throw SyncError(.unavailable, "the partition is locked by another transaction; send the upload again later")
+        }
     }
 
     /// ``upload(_:validate:)`` in a transaction that locks the partition before it reads.
@@ -27,6 +31,9 @@ extension ObjectStore {
                 // record the events in one statement at commit: four round trips in all
                 // (BEGIN and COMMIT included), however many operations.
                 transaction.defersWrites = true
+                // Waits for the partition's lock only so long (then 55P03: `unavailable`).
+                try await transaction.lockAndLoad(
+                    [upload.partition], OperationApplier.keys(of: upload.operations), lockTimeout: configuration.lockPatience)
                 let changes = try await transaction.apply(upload.operations, in: upload.partition) { changes, transaction in
                     try await validate?(changes, transaction)
                 }

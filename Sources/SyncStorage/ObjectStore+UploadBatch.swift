@@ -25,6 +25,15 @@ extension ObjectStore {
     public func upload(batch uploads: [Upload], validators: [Validator?]) async throws -> [Result<UploadResult, SyncError>] {
         precondition(validators.count == uploads.count, "one validator (or nil) per upload")
         guard !uploads.isEmpty else { return [] }
+        do {
+            return try await applyBatch(uploads, validators: validators)
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55P03" {
+            // Another transaction held a partition's lock for longer than ``StorageConfiguration/lockPatience``.
+            throw SyncError(.unavailable, "the partition is locked by another transaction; send the upload again later")
+        }
+    }
+
+    private func applyBatch(_ uploads: [Upload], validators: [Validator?]) async throws -> [Result<UploadResult, SyncError>] {
         let epoch = try await epoch()
         let batch = zip(uploads, validators).map { (upload: $0, validate: $1) }
         if let results = try await optimisticBatch(batch, epoch: epoch) { return results }
@@ -96,7 +105,7 @@ extension ObjectStore {
                 // by one in another order (PostgreSQL would break that only after a second).
                 try await transaction.lockAndLoad(
                     partitions, OperationApplier.keys(of: batch.flatMap(\.upload.operations)),
-                    lockTimeout: partitions.count > 1 ? Self.batchLockTimeout : nil)
+                    lockTimeout: partitions.count > 1 ? Self.batchLockTimeout : configuration.lockPatience)
                 let staged = try await transaction.stage(batch) { upload in ["version": .int(transaction.versions[upload.partition]!)] }
                 let steps: [BatchStep] = zip(batch, staged).map { entry, outcome in
                     switch outcome {
@@ -131,7 +140,8 @@ extension ObjectStore {
         let partition = batch[0].upload.partition
         return try await withWriteTransaction(author: batch[0].upload.principal) { transaction in
             // Locked outside the savepoints, so a refused upload cannot release the lock.
-            let version = try await transaction.lock([partition])[partition]!
+            try await transaction.lockAndLoad([partition], [], lockTimeout: configuration.lockPatience)
+            let version = transaction.versions[partition]!
             var steps: [BatchStep] = []
             for (upload, validate) in batch {
                 do throws(SyncError) {

@@ -20,11 +20,18 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// the object that would pass it, whatever its count, except that an object larger than
     /// this goes alone in its page. Default 4 MiB.
     public var maximumPageBytes: Int
+    /// How long an upload waits for the lock of its partition while another transaction holds
+    /// it, at each of its (at most three) attempts, before it is answered `unavailable` (the
+    /// client sends it again later). A lock held for long elsewhere then holds up only its
+    /// own partition's uploads, not the few upload transactions every partition shares.
+    /// Default 2 seconds.
+    public var lockPatience: Duration
 
     public init(
         limits: Limits = Limits(), defaultPageSize: Int = 500, maximumPageSize: Int = 5_000, transactionRetries: Int = 5,
-        optimisticUploads: Bool = true, maximumPageBytes: Int = 4 << 20
+        optimisticUploads: Bool = true, maximumPageBytes: Int = 4 << 20, lockPatience: Duration = .seconds(2)
     ) {
+        self.lockPatience = lockPatience
         self.limits = limits
         self.defaultPageSize = defaultPageSize
         self.maximumPageSize = maximumPageSize

@@ -57,9 +57,9 @@ enum TestRules {
 
 extension TestSyncClient {
     /// Uploads and waits for the answer to this request id, skipping other messages.
-    func upload(_ operations: [SyncOperation], to partition: Partition, requestId: String) async throws -> ServerMessage {
+    func upload(_ operations: [SyncOperation], to partition: Partition, requestId: String, timeout: Duration = .seconds(10)) async throws -> ServerMessage {
         send(.upload(requestId: requestId, partition: partition, operations: operations))
-        return try await next { message in
+        return try await next(timeout: timeout) { message in
             switch message {
             case .ack(let id, _, _, _), .rejected(let id, _, _, _): return id == requestId
             case .error(_, let target): return target == partition
