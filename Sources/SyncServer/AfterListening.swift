@@ -61,22 +61,3 @@ final class Gate: Sendable {
         }
     }
 }
-
-/// Why the server could not start.
-public struct ServerStartError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Sendable, Hashable {
-        public var rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        /// Another process listens on the address and port.
-        public static let addressInUse = Code(rawValue: "address_in_use")
-    }
-
-    public var code: Code
-    public var message: String
-
-    static func addressInUse(host: String, port: Int) -> ServerStartError {
-        ServerStartError(code: .addressInUse, message: "port \(port) on \(host) is in use (is another server running?)")
-    }
-
-    public var description: String { message }
-}

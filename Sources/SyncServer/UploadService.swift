@@ -62,7 +62,7 @@ struct UploadService: Sendable {
             }
             let upload = Upload(partition: partition, operations: operations, principal: principal.description, requestId: requestId)
             let result = try await combiner.upload([upload], validate: validator(in: partition, by: principal))[0].get()
-            await Failpoint.reached(.afterCommitBeforeAck, requestId: requestId)
+            await Failpoint.stop(at: .afterCommitBeforeAck, for: requestId)
             metrics.countUpload("ack")
             return .ack(result)
         } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
@@ -105,7 +105,7 @@ struct UploadService: Sendable {
         for (upload, result) in zip(batch, results) {
             switch result {
             case .success(let result):
-                await Failpoint.reached(.afterCommitBeforeAck, requestId: upload.requestId)
+                await Failpoint.stop(at: .afterCommitBeforeAck, for: upload.requestId)
                 metrics.countUpload("ack")
                 outcomes.append(.ack(result))
             case .failure(let error):

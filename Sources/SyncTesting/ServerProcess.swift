@@ -90,6 +90,19 @@ public final class ServerProcess: @unchecked Sendable {
         self.process = nil
     }
 
+    /// Freezes the server with SIGSTOP: its sockets and database connections stay open and
+    /// nothing answers, as in a long garbage-collection pause or a VM migration.
+    public func freeze() {
+        guard let process, process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGSTOP)
+    }
+
+    /// Lets a frozen server go on (SIGCONT).
+    public func resume() {
+        guard let process else { return }
+        Glibc.kill(process.processIdentifier, SIGCONT)
+    }
+
     /// Stops the server with SIGTERM (graceful shutdown) and waits; returns its exit status,
     /// or `nil` when it did not stop within 20 seconds and was killed.
     @discardableResult

@@ -438,6 +438,7 @@ public final class TriggerService: Service, Sendable {
                         }
                     }
                 }
+                await Failpoint.pauseOnce(at: .triggerBeforeCommit, for: trigger.name)
                 guard try await ledger.advance(trigger.name, holder: holder, to: run[taken - 1].position, from: start, on: transaction.connection) else {
                     throw TriggerError(.leaseLost, "the lease expired, or the position moved (a commit whose answer was lost)")
                 }
@@ -480,6 +481,7 @@ public final class TriggerService: Service, Sendable {
                         logger[metadataKey: "event"] = "\(event.position)"
                         try await trigger.handler(event, TriggerContext(transaction: transaction, logger: logger, trigger: trigger.name))
                         let target = concurrent ? position : event.position
+                        await Failpoint.pauseOnce(at: .triggerBeforeCommit, for: trigger.name)
                         guard try await ledger.advance(
                             trigger.name, holder: holder, to: target, from: concurrent ? nil : position, on: transaction.connection)
                         else {

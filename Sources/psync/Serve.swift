@@ -126,6 +126,12 @@ struct Serve: AsyncParsableCommand {
             FileHandle.standardError.write(Data("psync: fatal: PSYNC_JWT_SECRET \(weakness); \(JWTSecretPolicy.advice)\n".utf8))
             throw ExitCode(78)  // EX_CONFIG
         }
+        do {
+            try ServerStartError.checkAddress(host: host, port: port)
+        } catch let error as ServerStartError {
+            FileHandle.standardError.write(Data("psync: fatal: \(error)\n".utf8))
+            throw ExitCode(69)  // EX_UNAVAILABLE
+        }
         let (url, embedded) = try await database.resolve(logger: logger)
         var configuration = ServerConfiguration()
         configuration.host = host

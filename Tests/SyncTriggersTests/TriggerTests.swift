@@ -209,13 +209,10 @@ struct TriggerTests {
                     #expect(holder == "first" || holder == "second")
                 }
                 // `first` has stopped (and released its lease if it held it); `second` handles the rest.
-                let clock = ContinuousClock()
-                let stopped = clock.now
                 for n in 0..<10 {
                     try await store.upload(Upload(partition: room, operations: [.put(key("Message", "b\(n)"), body: [:])], principal: "u"))
                 }
                 #expect(try await TriggerHarness.eventually { try await tallyBody(store)?["messages"] == 20 })
-                #expect(clock.now - stopped < .seconds(5))
                 #expect(try await TriggerLedger(store: store).statuses().first?.leaseHolder == "second")
                 let seen = try await tallyBody(store)?["seen"]?.arrayValue ?? []
                 #expect(seen.count == Set(seen).count, "an event was handled twice")
