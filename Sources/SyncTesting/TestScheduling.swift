@@ -1,9 +1,20 @@
+import Foundation
+
 /// Lets a test run alone: tests whose assertions involve time (a deadline, a latency) or that
 /// load the machine heavily take the lock exclusively, every other database test shares it.
 /// On two cores, timing assertions running beside a crash test or a 24 MB slow-consumer test
 /// would measure the neighbours, not the code.
+///
+/// At most ``maximumShared`` tests share it at once: swift-testing starts every test of the
+/// run together, and when an exclusive test ends, all those that waited behind it would start
+/// in the same instant — dozens of databases created and servers started at once, whose own
+/// waits (a server to be ready, a message) then time out for want of the machine, not for a
+/// fault of the code.
 actor TestScheduling {
     static let shared = TestScheduling()
+
+    /// The most database tests that run at once (`PSYNC_TEST_PARALLELISM`, default 8).
+    static let maximumShared = ProcessInfo.processInfo.environment["PSYNC_TEST_PARALLELISM"].flatMap(Int.init).map { max(1, $0) } ?? 8
 
     @TaskLocal static var holding = false
 
@@ -53,7 +64,7 @@ actor TestScheduling {
 
     private func acquire(exclusive: Bool) async {
         // Writers first: a waiting exclusive test is not starved by a stream of shared ones.
-        if exclusive ? (!writer && readers == 0) : (!writer && !waiting.contains { $0.exclusive }) {
+        if exclusive ? (!writer && readers == 0) : (!writer && readers < Self.maximumShared && !waiting.contains { $0.exclusive }) {
             if exclusive { writer = true } else { readers += 1 }
             return
         }
@@ -72,7 +83,7 @@ actor TestScheduling {
                 next.continuation.resume()
                 return
             }
-            guard !writer else { return }
+            guard !writer, readers < Self.maximumShared else { return }
             waiting.removeFirst()
             readers += 1
             next.continuation.resume()
