@@ -13,15 +13,19 @@ let package = Package(
         .executable(name: "psync", targets: ["psync"]),
         .executable(name: "rchat", targets: ["rchat"]),
         .executable(name: "psync-bench", targets: ["psync-bench"]),
+        // What an application is written against (docs/APPS.md): rules, validators,
+        // triggers, indexes, `SyncApplication`, and the protocol's types.
+        .library(name: "PartitionSync", targets: ["PartitionSync"]),
+        // The whole server command of an application: `PartitionSyncCommand.main(application:)`.
+        .library(name: "PartitionSyncServer", targets: ["PartitionSyncServer"]),
+        // The test kit: a database per test, servers in-process or as processes, clients.
+        .library(name: "SyncTesting", targets: ["SyncTesting"]),
+        // The client SDK and the protocol types it is built on.
+        .library(name: "SyncClient", targets: ["SyncClient"]),
         .library(name: "SyncProtocol", targets: ["SyncProtocol"]),
-        .library(name: "SyncStorage", targets: ["SyncStorage"]),
-        .library(name: "EmbeddedPostgres", targets: ["EmbeddedPostgres"]),
-        .library(name: "SyncTriggers", targets: ["SyncTriggers"]),
-        .library(name: "SyncServer", targets: ["SyncServer"]),
+        // RChat, the reference application: its model for clients, its back end.
         .library(name: "RChatModel", targets: ["RChatModel"]),
         .library(name: "RChat", targets: ["RChat"]),
-        .library(name: "SyncClient", targets: ["SyncClient"]),
-        .library(name: "SyncTesting", targets: ["SyncTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
@@ -70,10 +74,24 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The application API: permission rules, write validators, triggers and their
+        // contexts, typed helpers, `SyncApplication`. No HTTP server, JWT or Hummingbird.
+        .target(
+            name: "PartitionSync",
+            dependencies: [
+                "SyncProtocol",
+                "SyncStorage",
+                .product(name: "Logging", package: "swift-log"),
+                // Only for the explicit SQL escape hatch (`@_spi(SQL)`).
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Durable server-side triggers: the event sequencer and the trigger runners.
         .target(
             name: "SyncTriggers",
             dependencies: [
+                "PartitionSync",
                 "SyncProtocol",
                 "SyncStorage",
                 .product(name: "Logging", package: "swift-log"),
@@ -86,6 +104,7 @@ let package = Package(
         .target(
             name: "SyncServer",
             dependencies: [
+                "PartitionSync",
                 "SyncProtocol",
                 "SyncStorage",
                 "SyncTriggers",
@@ -113,7 +132,7 @@ let package = Package(
         // The RChat back end: the reference application, kept out of the engine's modules.
         .target(
             name: "RChat",
-            dependencies: ["RChatModel", "SyncProtocol", "SyncStorage", "SyncServer", "SyncTriggers", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["RChatModel", "PartitionSync"],
             swiftSettings: swiftSettings
         ),
         // The client SDK: sessions, partitions as live collections, an offline SQLite store and
@@ -132,6 +151,7 @@ let package = Package(
         .target(
             name: "SyncTesting",
             dependencies: [
+                "PartitionSync",
                 "SyncStorage",
                 "SyncServer",
                 "SyncTriggers",
@@ -146,13 +166,14 @@ let package = Package(
             // coroutines) on this module in release builds, which psync-bench needs.
             swiftSettings: swiftSettings + [.unsafeFlags(["-Onone"])]
         ),
-        .executableTarget(
-            name: "psync",
+        // The server command as a library: what `psync` and every application's server run.
+        .target(
+            name: "PartitionSyncServer",
             dependencies: [
+                "PartitionSync",
                 "SyncStorage",
                 "SyncServer",
                 "SyncTriggers",
-                "RChat",
                 "EmbeddedPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -160,6 +181,12 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // `psync`: the server command serving RChat.
+        .executableTarget(
+            name: "psync",
+            dependencies: ["PartitionSyncServer", "RChat"],
             swiftSettings: swiftSettings
         ),
         // The terminal chat client, built on the SDK.
@@ -207,7 +234,7 @@ let package = Package(
         .testTarget(
             name: "SyncTriggersTests",
             dependencies: [
-                "SyncTriggers", "SyncTesting", "SyncStorage", "SyncProtocol",
+                "SyncTriggers", "PartitionSync", "SyncTesting", "SyncStorage", "SyncProtocol",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -218,14 +245,14 @@ let package = Package(
         .testTarget(
             name: "RChatTests",
             dependencies: [
-                "RChat", "SyncServer", "SyncTriggers", "SyncTesting", "SyncStorage", "SyncProtocol", "EmbeddedPostgres",
+                "RChat", "PartitionSync", "SyncServer", "SyncTriggers", "SyncTesting", "SyncStorage", "SyncProtocol", "EmbeddedPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "SyncClientTests",
-            dependencies: ["SyncClient", "SyncTesting", "SyncServer", "SyncStorage", "SyncProtocol", "RChat"],
+            dependencies: ["SyncClient", "SyncTesting", "PartitionSync", "SyncServer", "SyncStorage", "SyncProtocol", "RChat"],
             swiftSettings: swiftSettings
         ),
         // Runs the `rchat` executable (built with the tests) as separate processes.
@@ -237,11 +264,16 @@ let package = Package(
         .testTarget(
             name: "SyncServerTests",
             dependencies: [
-                "SyncServer", "SyncTesting", "SyncStorage", "SyncProtocol", "SyncTriggers",
+                "SyncServer", "PartitionSync", "SyncTesting", "SyncStorage", "SyncProtocol", "SyncTriggers",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // The code blocks of README.md, docs/ and the examples' READMEs are excerpts of compiled code.
+        .testTarget(
+            name: "DocsTests",
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -21,21 +21,21 @@ import Darwin
 /// let endpoint = try await postgres.start()
 /// defer { try? postgres.stopNow() }
 /// ```
-public final class EmbeddedPostgres: Service, Sendable {
-    public let configuration: EmbeddedPostgresConfiguration
+package final class EmbeddedPostgres: Service, Sendable {
+    package let configuration: EmbeddedPostgresConfiguration
     let logger: Logger
     private let started = Mutex<EmbeddedPostgresEndpoint?>(nil)
 
-    public init(configuration: EmbeddedPostgresConfiguration, logger: Logger) {
+    package init(configuration: EmbeddedPostgresConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
     }
 
     /// Where the cluster listens, once started.
-    public var endpoint: EmbeddedPostgresEndpoint? { started.withLock { $0 } }
+    package var endpoint: EmbeddedPostgresEndpoint? { started.withLock { $0 } }
 
     /// Runs as a service: starts the cluster, waits for graceful shutdown, stops it.
-    public func run() async throws {
+    package func run() async throws {
         _ = try await start()
         try? await gracefulShutdown()
         try await stop()
@@ -43,7 +43,7 @@ public final class EmbeddedPostgres: Service, Sendable {
 
     /// Initializes the cluster if needed, starts it, creates the database if missing.
     @discardableResult
-    public func start() async throws -> EmbeddedPostgresEndpoint {
+    package func start() async throws -> EmbeddedPostgresEndpoint {
         if let endpoint = started.withLock({ $0 }) { return endpoint }
         let bin = try Self.findBinDirectory(configuration.binDirectory)
         let runAs = geteuid() == 0 ? "postgres" : nil
@@ -112,7 +112,7 @@ public final class EmbeddedPostgres: Service, Sendable {
     }
 
     /// Creates a database on the running cluster unless it exists.
-    public func createDatabase(_ name: String) async throws {
+    package func createDatabase(_ name: String) async throws {
         let bin = try Self.findBinDirectory(configuration.binDirectory)
         try await createDatabase(name, bin: bin, runAs: geteuid() == 0 ? "postgres" : nil)
     }
@@ -182,7 +182,7 @@ public final class EmbeddedPostgres: Service, Sendable {
     }
 
     /// Stops the cluster, letting open transactions end (`fast` mode).
-    public func stop() async throws {
+    package func stop() async throws {
         guard endpoint != nil else { return }
         let bin = try Self.findBinDirectory(configuration.binDirectory)
         try await check(
@@ -196,7 +196,7 @@ public final class EmbeddedPostgres: Service, Sendable {
 
     /// Stops the cluster at once without waiting for anything: for `atexit` handlers and
     /// interrupted test runs. Blocks the calling thread.
-    public func stopNow() {
+    package func stopNow() {
         guard endpoint != nil, let bin = try? Self.findBinDirectory(configuration.binDirectory) else { return }
         var arguments = [bin + "/pg_ctl", "stop", "-D", configuration.dataDirectory, "-m", "immediate", "-w"]
         if geteuid() == 0 { arguments = ["/usr/sbin/runuser", "-u", "postgres", "--"] + arguments }
@@ -206,7 +206,7 @@ public final class EmbeddedPostgres: Service, Sendable {
 
     /// Stops a cluster this process did not start (left by a process that died), waiting on
     /// the calling thread.
-    public static func stopAbandoned(dataDirectory: String) {
+    package static func stopAbandoned(dataDirectory: String) {
         guard FileManager.default.fileExists(atPath: dataDirectory + "/postmaster.pid"),
             let bin = try? findBinDirectory()
         else { return }
@@ -271,7 +271,7 @@ public final class EmbeddedPostgres: Service, Sendable {
     }
 
     /// Finds the server binaries (see ``EmbeddedPostgresConfiguration/binDirectory``).
-    public static func findBinDirectory(_ configured: String? = nil) throws -> String {
+    package static func findBinDirectory(_ configured: String? = nil) throws -> String {
         let manager = FileManager.default
         if let configured { return configured }
         if let fromEnvironment = ProcessInfo.processInfo.environment["PSYNC_PG_BIN"] { return fromEnvironment }

@@ -1,3 +1,5 @@
+import SyncProtocol
+
 /// Who makes a request: a registered user, a back-end service holding an API key, or the
 /// server itself (a trigger). Permission rules decide per principal.
 public enum Principal: Sendable, Hashable, CustomStringConvertible {

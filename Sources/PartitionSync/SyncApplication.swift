@@ -1,5 +1,6 @@
+import Logging
+import SyncProtocol
 import SyncStorage
-import SyncTriggers
 
 /// What an application brings to the server: its permission rules and validators, its
 /// triggers, and the indexes its searches need.

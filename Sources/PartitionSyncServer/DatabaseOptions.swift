@@ -2,6 +2,7 @@ import ArgumentParser
 import EmbeddedPostgres
 import Foundation
 import Logging
+import PartitionSync
 import PostgresNIO
 import SyncStorage
 

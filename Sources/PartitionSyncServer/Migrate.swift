@@ -1,5 +1,6 @@
 import ArgumentParser
 import Logging
+import PartitionSync
 import SyncStorage
 
 /// `psync migrate`: applies the database migrations and exits.
@@ -9,7 +10,7 @@ struct Migrate: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        let logger = Logger(label: "psync")
+        let logger = Logger(label: Served.commandName)
         let applied = try await database.withClient(logger: logger) { client in
             try await Migrator(client: client, logger: logger).migrate()
         }

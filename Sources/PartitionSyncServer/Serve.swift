@@ -2,6 +2,7 @@ import ArgumentParser
 import EmbeddedPostgres
 import Foundation
 import Logging
+import PartitionSync
 import ServiceLifecycle
 import SyncServer
 import SyncStorage
@@ -119,17 +120,17 @@ struct Serve: AsyncParsableCommand {
     var uploadTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_UPLOAD_TIMEOUT"].flatMap(Int.init) ?? 30
 
     func run() async throws {
-        var logger = Logger(label: "psync")
+        var logger = Logger(label: Served.commandName)
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         // Anyone who knows the secret can sign in as any user: a weak one stops the start.
         if let jwtSecret, let weakness = JWTSecretPolicy.weakness(of: jwtSecret) {
-            FileHandle.standardError.write(Data("psync: fatal: PSYNC_JWT_SECRET \(weakness); \(JWTSecretPolicy.advice)\n".utf8))
+            FileHandle.standardError.write(Data("\(Served.commandName): fatal: PSYNC_JWT_SECRET \(weakness); \(JWTSecretPolicy.advice)\n".utf8))
             throw ExitCode(78)  // EX_CONFIG
         }
         do {
             try ServerStartError.checkAddress(host: host, port: port)
         } catch let error as ServerStartError {
-            FileHandle.standardError.write(Data("psync: fatal: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("\(Served.commandName): fatal: \(error)\n".utf8))
             throw ExitCode(69)  // EX_UNAVAILABLE
         }
         let (url, embedded) = try await database.resolve(logger: logger)
@@ -166,7 +167,7 @@ struct Serve: AsyncParsableCommand {
         configuration.triggers.operationTimeout = .seconds(max(1, triggerTimeout))
         configuration.triggers.maximumLag = triggerMaxLag
         configuration.stopTimeout = .seconds(max(1, stopTimeout))
-        let server = SyncServer(configuration: configuration, database: url, application: Application.current, logger: logger)
+        let server = SyncServer(configuration: configuration, database: url, application: Served.application, logger: logger)
         let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {
             try await group.run()
@@ -174,7 +175,7 @@ struct Serve: AsyncParsableCommand {
         } catch let error as ServerStartError {
             try? await embedded?.stop()
             // The first line it prints, and a clear one.
-            FileHandle.standardError.write(Data("psync: fatal: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("\(Served.commandName): fatal: \(error)\n".utf8))
             throw ExitCode(69)  // EX_UNAVAILABLE
         } catch {
             try? await embedded?.stop()

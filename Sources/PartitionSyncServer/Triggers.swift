@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import PartitionSync
 import SyncServer
 import SyncStorage
 import SyncTriggers
@@ -18,9 +19,9 @@ struct Triggers: AsyncParsableCommand {
         var maximumLag: Int64 = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_MAX_LAG"].flatMap(Int64.init) ?? 10_000
 
         func run() async throws {
-            let logger = Logger(label: "psync")
+            let logger = Logger(label: Served.commandName)
             let reports = try await database.withMigratedClient(logger: logger) { client in
-                try await TriggerAdmin(store: ObjectStore(client: client, logger: logger), triggers: Application.current.triggers, logger: logger).reports()
+                try await TriggerAdmin(store: ObjectStore(client: client, logger: logger), triggers: Served.application.triggers, logger: logger).reports()
             }
             print("trigger\tposition\tlag\tlease holder\tdead letters\tstate")
             for report in reports {
@@ -37,9 +38,9 @@ struct Triggers: AsyncParsableCommand {
         @Option(help: "Only this trigger's.") var trigger: String?
 
         func run() async throws {
-            let logger = Logger(label: "psync")
+            let logger = Logger(label: Served.commandName)
             let letters = try await database.withMigratedClient(logger: logger) { client in
-                try await TriggerAdmin(store: ObjectStore(client: client, logger: logger), triggers: Application.current.triggers, logger: logger)
+                try await TriggerAdmin(store: ObjectStore(client: client, logger: logger), triggers: Served.application.triggers, logger: logger)
                     .deadLetters(trigger: trigger)
             }
             print("id\ttrigger\tevent\tattempts\twhen\terror")
@@ -56,11 +57,11 @@ struct Triggers: AsyncParsableCommand {
         @Flag(help: "Replay every open dead letter.") var all = false
 
         func run() async throws {
-            let logger = Logger(label: "psync")
+            let logger = Logger(label: Served.commandName)
             let ids = self.ids
             let all = self.all
             let failures = try await database.withMigratedClient(logger: logger) { client in
-                let admin = TriggerAdmin(store: ObjectStore(client: client, logger: logger), triggers: Application.current.triggers, logger: logger)
+                let admin = TriggerAdmin(store: ObjectStore(client: client, logger: logger), triggers: Served.application.triggers, logger: logger)
                 let targets = all ? try await admin.deadLetters().map(\.id) : ids
                 var failures = 0
                 for id in targets {

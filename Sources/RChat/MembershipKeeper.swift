@@ -1,20 +1,17 @@
-import Logging
-import SyncProtocol
-import SyncStorage
-import SyncTriggers
+import PartitionSync
 
 /// The membership trigger's work for one User change: it brings the conversations' membership
-/// records (``ConversationMembership``) in line with what the user's record lists.
+/// records (``Membership``) in line with what the user's record lists.
 ///
 /// - A conversation listed while no record exists is created, with the user as creator and
 ///   only member (the first lister in commit order wins).
 /// - A conversation listed by someone who is not a member is taken out of their record: a
 ///   listing grants nothing.
 /// - Pending members in a member's copy are invitations: each invitee that exists gets a copy
-///   of a fixed shape and size (id, displayName, unreadCount, and the members that are users)
-///   and becomes a member, and is marked active in the inviter's copy, unless the copy would
-///   push the invitee's record over ``RChatLimits/invitationBudgetBytes`` (then they stay
-///   pending).
+///   of a fixed shape and size (a ``Conversation`` of id, display name, unread count 0, and the
+///   members that are users) and becomes a member, and is marked active in the inviter's copy,
+///   unless the copy would push the invitee's record over ``RChatLimits/invitationBudgetBytes``
+///   (then they stay pending).
 /// - A conversation no longer listed (left, or the account deleted) ends the membership.
 ///
 /// Hostile input is passed over, never thrown: a conversation id that is not
@@ -24,29 +21,25 @@ struct MembershipKeeper {
     let context: TriggerContext
 
     /// Applies the effects of a change of `userID`'s record from `before` to `after`.
-    func reconcile(_ userID: String, before: [String: JSONValue]?, after: [String: JSONValue]) async throws {
-        let listed = Self.conversations(of: after)
-        let listedIDs = Set(listed.compactMap { $0["id"]?.stringValue })
-        let left = Self.conversationIDs(of: before).subtracting(listedIDs)
+    func reconcile(_ userID: String, before: User?, after: User) async throws {
+        let left = Self.conversationIDs(of: before).subtracting(after.conversations.map(\.id))
         try await leave(userID, conversations: left)
 
-        let me = after["userName"]?.stringValue
         var operations: [Partition: [SyncOperation]] = [:]
         var seen: Set<String> = []
+        let listed = after.conversations.filter { limits.isConversationID($0.id) && seen.insert($0.id).inserted }
+        let stored = try await context.objects(Membership.self, ids: listed.map(\.id))
         for entry in listed {
-            guard let id = entry["id"]?.stringValue, limits.isConversationID(id), seen.insert(id).inserted else { continue }
-            let stored = try await membership(id)
-            var membership = stored ?? ConversationMembership(conversation: id, creator: userID, members: [userID])
+            var membership = stored[entry.id] ?? Membership(conversation: entry.id, creator: userID, members: [userID])
             guard membership.contains(userID) else {
                 // Listed without membership: a forged or stale entry, taken out.
                 operations[RChat.userPartition(userID), default: []].append(
-                    .arrayRemove(RChat.userKey(userID), path: RChatPaths.conversations, match: ["id": .string(id)]))
+                    .arrayRemove(RChat.userKey(userID), path: RChatPaths.conversations, match: ["id": .string(entry.id)]))
                 continue
             }
-            try await invite(from: userID, userName: me, entry: entry, into: &membership, operations: &operations)
-            if membership != stored {
-                operations[ConversationMembership.partition(id), default: []].append(
-                    .put(ConversationMembership.key(id), body: membership.body))
+            try await invite(from: after, entry: entry, into: &membership, operations: &operations)
+            if membership != stored[entry.id] {
+                operations[Membership.partition(entry.id), default: []].append(try membership.putOperation())
             }
         }
         guard !operations.isEmpty else { return }
@@ -55,80 +48,71 @@ struct MembershipKeeper {
 
     /// Ends `userID`'s membership of each of `conversations`.
     func leave(_ userID: String, conversations: Set<String>) async throws {
-        var operations: [Partition: [SyncOperation]] = [:]
         for id in conversations.sorted() where limits.isConversationID(id) {
-            guard var membership = try await membership(id), membership.contains(userID) else { continue }
-            membership.members.removeAll { $0 == userID }
-            operations[ConversationMembership.partition(id), default: []].append(.put(ConversationMembership.key(id), body: membership.body))
+            try await context.update(Membership.self, id: id, in: Membership.partition(id)) { membership in
+                membership.members.removeAll { $0 == userID }
+            }
         }
-        guard !operations.isEmpty else { return }
-        try await context.apply(operations)
-    }
-
-    private func membership(_ id: String) async throws -> ConversationMembership? {
-        ConversationMembership(conversation: id, body: try await context.body(of: ConversationMembership.key(id)))
     }
 
     /// Brings the pending members of `entry` (the inviter's copy) that are users into the
     /// conversation.
     private func invite(
-        from inviter: String, userName me: String?, entry: [String: JSONValue], into membership: inout ConversationMembership,
-        operations: inout [Partition: [SyncOperation]]
+        from inviter: User, entry: Conversation, into membership: inout Membership, operations: inout [Partition: [SyncOperation]]
     ) async throws {
-        let id = membership.conversation
-        let names = Self.pendingNames(in: entry, except: me)
+        let id = entry.id
+        let names = Self.pendingNames(in: entry, except: inviter.userName)
         guard !names.isEmpty else { return }
-        let found = try await context.find(User.collection, where: "userName", in: names)
-        var invitees: [String: (partition: Partition, object: SyncObject)] = [:]
-        for user in found {
-            guard let name = user.object.body?["userName"]?.stringValue, names.contains(name), invitees[name] == nil else { continue }
-            invitees[name] = user
+        var invitees: [String: (partition: Partition, user: User)] = [:]
+        for found in try await context.find(User.self, where: "userName", in: names) where names.contains(found.model.userName) {
+            if invitees[found.model.userName] == nil { invitees[found.model.userName] = (found.partition, found.model) }
         }
         guard !invitees.isEmpty else { return }
-        let copy = invitationCopy(of: entry, activating: Set(invitees.keys))
-        let copySize = JSONValue.object(copy).jsonBytes.count
+        let copy = try JSONValue(encoding: invitationCopy(of: entry, activating: Set(invitees.keys)))
+        let copySize = copy.jsonBytes.count
         for name in invitees.keys.sorted() {
-            let invitee = invitees[name]!
-            let inviteeID = invitee.object.key.id
-            let body = invitee.object.body ?? [:]
-            let theirs = Self.conversations(of: body)
-            if !theirs.contains(where: { $0["id"] == .string(id) }) {
-                let size = JSONValue.object(body).jsonBytes.count
-                guard theirs.count < limits.maximumConversations, size + copySize <= limits.invitationBudgetBytes else {
+            let (partition, invitee) = invitees[name]!
+            if !invitee.conversations.contains(where: { $0.id == id }) {
+                let size = try JSONValue(encoding: invitee).jsonBytes.count
+                guard invitee.conversations.count < limits.maximumConversations, size + copySize <= limits.invitationBudgetBytes else {
                     context.logger.notice("invitation not delivered: the invitee's record is full", metadata: ["conversation": "\(id)"])
                     continue
                 }
-                operations[invitee.partition, default: []].append(
-                    .arrayAppend(invitee.object.key, path: RChatPaths.conversations, value: .object(copy)))
+                operations[partition, default: []].append(.arrayAppend(try invitee.objectKey, path: RChatPaths.conversations, value: copy))
             }
-            if !membership.contains(inviteeID) { membership.members.append(inviteeID) }
-            operations[RChat.userPartition(inviter), default: []].append(
-                .set(RChat.userKey(inviter), path: RChatPaths.membershipStatus(id, name), value: .string(MembershipStatus.active.rawValue)))
+            if !membership.contains(invitee._id) { membership.members.append(invitee._id) }
+            operations[RChat.userPartition(inviter._id), default: []].append(
+                .set(RChat.userKey(inviter._id), path: try RChatPaths.membershipStatus(id, name), value: .string(MembershipStatus.active.rawValue)))
         }
     }
 
-    /// The conversation as an invitee receives it: only the fields of the model, the display
-    /// name cut to its limit, and the members that are users (the inviter's active members
-    /// and those invited now), each with its name and status alone.
-    private func invitationCopy(of entry: [String: JSONValue], activating: Set<String>) -> [String: JSONValue] {
-        let active = JSONValue.string(MembershipStatus.active.rawValue)
-        var members: [JSONValue] = []
-        for member in entry["members"]?.arrayValue ?? [] {
-            guard let name = member["userName"]?.stringValue, name.count <= limits.maximumUserNameLength else { continue }
-            if activating.contains(name) || member["membershipStatus"] == active {
-                members.append(["userName": .string(name), "membershipStatus": active])
+    /// The conversation as an invitee receives it: a ``Conversation`` (nothing the inviter
+    /// added to their copy beyond the model), the display name cut to its limit, an unread
+    /// count of 0, and the members that are users (the inviter's active members and those
+    /// invited now), each active.
+    private func invitationCopy(of entry: Conversation, activating: Set<String>) -> Conversation {
+        var members: [Member] = []
+        for member in entry.members where member.userName.count <= limits.maximumUserNameLength {
+            if activating.contains(member.userName) || member.membershipStatus == .active {
+                members.append(Member(userName: member.userName, membershipStatus: .active))
             }
             if members.count >= limits.maximumMembers { break }
         }
-        return [
-            "id": entry["id"] ?? .null,
-            "displayName": .string(String((entry["displayName"]?.stringValue ?? "").prefix(limits.maximumDisplayNameLength))),
-            "unreadCount": 0,
-            "members": .array(members),
-        ]
+        return Conversation(id: entry.id, displayName: String(entry.displayName.prefix(limits.maximumDisplayNameLength)), members: members)
     }
 
-    static func conversations(of user: [String: JSONValue]?) -> [[String: JSONValue]] {
+    /// The userNames marked pending in one conversation entry, but `me`.
+    static func pendingNames(in conversation: Conversation, except me: String?) -> [String] {
+        conversation.members.filter { $0.membershipStatus == .pending && $0.userName != me }.map(\.userName)
+    }
+
+    static func conversationIDs(of user: User?) -> Set<String> {
+        Set(user?.conversations.map(\.id) ?? [])
+    }
+
+    // MARK: On raw bodies, for the event filter (it runs for every User change, unread counts too)
+
+    private static func conversations(of user: [String: JSONValue]?) -> [[String: JSONValue]] {
         (user?["conversations"]?.arrayValue ?? []).compactMap(\.objectValue)
     }
 
@@ -139,20 +123,14 @@ struct MembershipKeeper {
 
     /// The (conversation, userName) pairs marked pending in a User body.
     static func pendingMembers(of user: [String: JSONValue]?) -> Set<[String]> {
+        let pending = JSONValue.string(MembershipStatus.pending.rawValue)
         var pairs: Set<[String]> = []
         for conversation in conversations(of: user) {
             guard let id = conversation["id"]?.stringValue else { continue }
-            for name in pendingNames(in: conversation, except: nil) { pairs.insert([id, name]) }
+            for member in conversation["members"]?.arrayValue ?? [] where member["membershipStatus"] == pending {
+                if let name = member["userName"]?.stringValue { pairs.insert([id, name]) }
+            }
         }
         return pairs
-    }
-
-    /// The userNames marked pending in one conversation entry, but `me`.
-    static func pendingNames(in conversation: [String: JSONValue], except me: String?) -> [String] {
-        let pending = JSONValue.string(MembershipStatus.pending.rawValue)
-        return (conversation["members"]?.arrayValue ?? []).compactMap { member in
-            guard member["membershipStatus"] == pending, let name = member["userName"]?.stringValue, name != me else { return nil }
-            return name
-        }
     }
 }

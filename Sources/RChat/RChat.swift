@@ -1,7 +1,5 @@
 @_exported import RChatModel
-import SyncProtocol
-import SyncServer
-import SyncStorage
+import PartitionSync
 
 /// The RChat back end: the reference application of PartitionSync, after the RChat article
 /// (Realm Sync): its data model, permission rules, validators and triggers.
@@ -39,4 +37,9 @@ public enum RChat {
                 try! .arrayElements(collection: User.collection, path: "conversations", field: "id"),
             ])
     }
+}
+
+extension SyncApplication {
+    /// RChat, with the default ``RChatLimits``: `PartitionSyncCommand.main(application: .rchat)`.
+    public static var rchat: SyncApplication { RChat.application }
 }

@@ -1,5 +1,4 @@
-import SyncProtocol
-import SyncServer
+import PartitionSync
 
 /// `user=X`: read and written only by user X.
 struct UserPartitionRule: PermissionRule {
@@ -13,7 +12,7 @@ struct UserPartitionRule: PermissionRule {
 }
 
 /// `conversation=C`: read and written only by the members of C, as its membership record
-/// (``ConversationMembership``, written by the server alone) lists them. Listing C in one's
+/// (``Membership``, written by the server alone) lists them. Listing C in one's
 /// own User record grants nothing once C exists; it only claims C while no record exists yet,
 /// so that a creator may post at once, before the membership trigger has recorded the new
 /// conversation (whoever lists C first in commit order becomes its creator, and everyone else
@@ -30,7 +29,7 @@ struct ConversationRule: PermissionRule {
 
     func inputs(of principal: Principal, for partition: Partition) -> [Partition] {
         guard let userID = principal.userID else { return [] }
-        return [ConversationMembership.partition(partition.value), RChat.userPartition(userID)]
+        return [Membership.partition(partition.value), RChat.userPartition(userID)]
     }
 
     /// A change of the conversation's membership that adds or removes the user (or creates
@@ -38,9 +37,9 @@ struct ConversationRule: PermissionRule {
     /// conversation; not, say, an unread count.
     func decisions(of principal: Principal, on partition: Partition, canChangeWith change: ObjectChange) -> Bool {
         guard let userID = principal.userID else { return false }
-        if change.key == ConversationMembership.key(partition.value) {
+        if change.key == Membership.key(partition.value) {
             return (change.before.body == nil) != (change.after.body == nil)
-                || ConversationMembership.lists(userID, in: change.before.body) != ConversationMembership.lists(userID, in: change.after.body)
+                || Self.lists(userID, in: change.before.body) != Self.lists(userID, in: change.after.body)
         }
         guard change.key.collection == User.collection, change.key.id == userID else { return false }
         return Self.lists(change.before.body, partition) != Self.lists(change.after.body, partition)
@@ -50,14 +49,19 @@ struct ConversationRule: PermissionRule {
         (user?["conversations"]?.arrayValue ?? []).contains { $0["id"] == .string(partition.value) }
     }
 
+    /// Whether a stored membership body lists `userID` (raw: this runs for every change of an input).
+    private static func lists(_ userID: String, in membership: [String: JSONValue]?) -> Bool {
+        membership?["members"]?.arrayValue?.contains(.string(userID)) ?? false
+    }
+
     private func isMember(_ principal: Principal, _ partition: Partition, _ context: PermissionContext) async throws -> Bool {
         guard let userID = principal.userID else { return false }
-        if let membership = try await context.object(ConversationMembership.key(partition.value)) {
-            return ConversationMembership.lists(userID, in: membership.body)
+        if let membership = try await context.object(Membership.self, id: partition.value) {
+            return membership.contains(userID)
         }
         // Not created yet: the user's own listing claims it until the trigger records it.
-        guard let user = try await context.object(RChat.userKey(userID)) else { return false }
-        return Self.lists(user.body, partition)
+        guard let user = try await context.object(User.self, id: userID) else { return false }
+        return user.conversations.contains { $0.id == partition.value }
     }
 }
 

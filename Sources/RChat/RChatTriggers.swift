@@ -1,7 +1,5 @@
 import Foundation
-import SyncProtocol
-import SyncStorage
-import SyncTriggers
+import PartitionSync
 
 /// RChat's triggers: they keep the duplicated data of the RChat model consistent, as the
 /// article's Realm triggers did, and keep the conversations' membership records.
@@ -21,15 +19,13 @@ public enum RChatTriggers {
         guard let userID = event.userID, let email = event.after?["email"]?.stringValue else { return }
         // Under the user's presence lock: a session opening after this read commits after this
         // transaction, so its event finds the record.
-        let online = try await PresenceLedger.openSessions(of: userID, on: context.transaction.connection, logger: context.logger) > 0
+        let online = try await context.openSessions(of: userID) > 0
         let user = User(
             _id: userID, userName: email, userPreferences: UserPreferences(displayName: email), presence: online ? .onLine : .offLine)
-        guard var body = try JSONValue(encoding: user).objectValue else { return }
-        // The article's User starts with lastSeenAt null (JSONEncoder would leave it out).
-        body["lastSeenAt"] = .null
         try await context.apply([
-            RChat.userPartition(userID): [.put(RChat.userKey(userID), body: body)],
-            RChat.allUsers: [.put(RChat.chatsterKey(userID), body: chatster(from: body))],
+            // The article's User starts with lastSeenAt null (the encoder leaves a nil out).
+            RChat.userPartition(userID): [try user.putOperation(), .set(RChat.userKey(userID), path: .field("lastSeenAt"), value: .null)],
+            RChat.allUsers: [try Chatster(mirroring: user).putOperation()],
         ])
     }
 
@@ -54,15 +50,17 @@ public enum RChatTriggers {
         Trigger(name: "rchat.user-changed", collections: [User.collection], where: concernsChatsterOrMembers) { event, context in
             guard let userID = event.key?.id else { return }
             let keeper = MembershipKeeper(limits: limits, context: context)
-            guard let user = event.after else {
+            let before = try event.before(as: User.self)
+            guard let user = try event.after(as: User.self) else {
                 try await context.apply([.delete(RChat.chatsterKey(userID))], in: RChat.allUsers)
-                try await keeper.leave(userID, conversations: MembershipKeeper.conversationIDs(of: event.before))
+                try await keeper.leave(userID, conversations: MembershipKeeper.conversationIDs(of: before))
                 return
             }
-            if event.operation == .insert || event.before.map(chatster(from:)) != chatster(from: user) {
-                try await context.apply([.put(RChat.chatsterKey(userID), body: chatster(from: user))], in: RChat.allUsers)
+            let chatster = Chatster(mirroring: user)
+            if event.operation == .insert || before.map(Chatster.init(mirroring:)) != chatster {
+                try await context.save(chatster, in: RChat.allUsers)
             }
-            try await keeper.reconcile(userID, before: event.before, after: user)
+            try await keeper.reconcile(userID, before: before, after: user)
         }
     }
 
@@ -82,14 +80,14 @@ public enum RChatTriggers {
             newMessages[partition.value, default: 0] += 1
         }
         var operations: [Partition: [SyncOperation]] = [:]
-        let memberships = try await context.bodies(of: newMessages.keys.map(ConversationMembership.key))
+        let memberships = try await context.objects(Membership.self, ids: Array(newMessages.keys))
         for (conversation, count) in newMessages.sorted(by: { $0.key < $1.key }) {
-            let membership = memberships[ConversationMembership.key(conversation)]
+            let membership = memberships[conversation]
             // Only where the members' records are: the increments read each record once, after
             // its partition is locked.
             let listing = try await context.keys(of: User.collection, whereArray: "conversations", field: "id", is: .string(conversation))
-            let path = RChatPaths.unreadCount(conversation)
-            for member in listing where ConversationMembership.lists(member.key.id, in: membership) || membership == nil {
+            let path = try RChatPaths.unreadCount(conversation)
+            for member in listing where membership?.contains(member.key.id) ?? true {
                 operations[member.partition, default: []].append(.increment(member.key, path: path, by: .int(count)))
             }
         }
@@ -97,23 +95,24 @@ public enum RChatTriggers {
         try await context.apply(operations)
     })
 
+    /// The author of the unread-count trigger's writes.
+    static let unreadCountsAuthor = "trigger:" + unreadCounts.name
+
     /// A user's first session sets them On-Line, the last one closing Off-Line (with
     /// `lastSeenAt`); a Hidden user stays Hidden. The Chatster follows through `userChanged`.
     public static let presence = Trigger(name: "rchat.presence", kinds: [.session]) { event, context in
         guard let userID = event.userID else { return }
-        let key = RChat.userKey(userID)
-        guard let user = try await context.body(of: key) else { return }
-        if user["presence"] == .string(Presence.hidden.rawValue) { return }
-        switch event.operation {
-        case .opened:
-            try await context.apply([.set(key, path: RChatPaths.presence, value: .string(Presence.onLine.rawValue))], in: RChat.userPartition(userID))
-        case .closed:
-            try await context.apply([
-                .set(key, path: RChatPaths.presence, value: .string(Presence.offLine.rawValue)),
-                .set(key, path: RChatPaths.lastSeenAt, value: .string(JSONValue.iso8601(event.created))),
-            ], in: RChat.userPartition(userID))
-        default:
-            break
+        try await context.update(User.self, id: userID, in: RChat.userPartition(userID)) { user in
+            guard user.presence != .hidden else { return }
+            switch event.operation {
+            case .opened:
+                user.presence = .onLine
+            case .closed:
+                user.presence = .offLine
+                user.lastSeenAt = event.created
+            default:
+                break
+            }
         }
     }
 
@@ -122,6 +121,9 @@ public enum RChatTriggers {
     /// all, so it is cheap and passes over unread counts.
     @Sendable static func concernsChatsterOrMembers(_ event: ChangeEvent) -> Bool {
         if event.operation == .insert || event.operation == .delete { return true }
+        // The unread-count trigger only raises counts: its writes (one per member and message
+        // run, each record listing every member of its rooms) need no look at the members.
+        if event.author == unreadCountsAuthor { return false }
         let fields = event.changedFields + event.removedFields
         if fields.contains(where: { $0 == "userName" || $0 == "presence" || $0 == "lastSeenAt" || $0.hasPrefix("userPreferences") }) {
             return true
@@ -129,16 +131,5 @@ public enum RChatTriggers {
         guard fields.contains("conversations") else { return false }
         return MembershipKeeper.conversationIDs(of: event.before) != MembershipKeeper.conversationIDs(of: event.after)
             || MembershipKeeper.pendingMembers(of: event.before) != MembershipKeeper.pendingMembers(of: event.after)
-    }
-
-    /// The Chatster body of a User body.
-    static func chatster(from user: [String: JSONValue]) -> [String: JSONValue] {
-        [
-            "userName": user["userName"] ?? .null,
-            "displayName": user["userPreferences"]?["displayName"] ?? .null,
-            "avatarImage": user["userPreferences"]?["avatarImage"] ?? .null,
-            "presence": user["presence"] ?? .string(Presence.offLine.rawValue),
-            "lastSeenAt": user["lastSeenAt"] ?? .null,
-        ]
     }
 }

@@ -1,7 +1,5 @@
 import Synchronization
-import SyncProtocol
-import SyncServer
-import SyncStorage
+import PartitionSync
 
 /// RChat's write validation, inside the upload transaction:
 /// - each partition key holds only its own collection (no ChatMessage in a user partition, no
@@ -38,6 +36,11 @@ struct RChatValidator: WriteValidator {
             switch (change.before, change.after) {
             case (.live(let before), .live(let after)):
                 try UserRecordCheck(limits: limits).check(before: before, after: after)
+                // The triggers and rules read User records as the model: a record that would
+                // not decode (an avatar without its date, say) is refused here, not found later.
+                guard (try? User.decode(after, of: change.key)) != nil else {
+                    throw SyncError(.validationFailed, "the User record would not match the model (docs/TRIGGERS.md, RChat's User record)")
+                }
             case (.live, _):
                 throw SyncError(.validationFailed, "a User record is deleted with the account, not by the client")
             default:
@@ -50,8 +53,7 @@ struct RChatValidator: WriteValidator {
 
     private func userName(of userID: String, _ context: ValidationContext) async throws -> String {
         if let name = userNames[userID] { return name }
-        let key = RChat.userKey(userID)
-        guard let name = try await context.transaction.load([key])[key]?.state.body?["userName"]?.stringValue else {
+        guard let name = try await context.body(of: RChat.userKey(userID))?["userName"]?.stringValue else {
             throw SyncError(.validationFailed, "your User record does not exist yet")
         }
         userNames[userID] = name

@@ -1,4 +1,4 @@
-import SyncProtocol
+import PartitionSync
 
 /// What a user may write into their own User record: the fields of the model, each of its
 /// kind and within ``RChatLimits``. Only what the change touches is checked, so records the

@@ -132,3 +132,14 @@ public struct ChatMessage: SyncModel, Hashable {
         self.timestamp = timestamp
     }
 }
+
+extension Chatster {
+    /// The Chatster of a user: the public part of their User record, which a trigger keeps
+    /// equal to it.
+    public init(mirroring user: User) {
+        self.init(
+            _id: user._id, partition: RChatPartitions.allUsers.description, userName: user.userName,
+            displayName: user.userPreferences?.displayName, avatarImage: user.userPreferences?.avatarImage,
+            lastSeenAt: user.lastSeenAt, presence: user.presence)
+    }
+}

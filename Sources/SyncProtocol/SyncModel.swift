@@ -44,3 +44,15 @@ extension SyncModel {
         }
     }
 }
+
+extension SyncModel {
+    /// Decodes the stored body of the object `key`; a body that does not decode is a
+    /// `type_mismatch` error naming the object.
+    public static func decode(_ body: [String: JSONValue], of key: ObjectKey) throws(SyncError) -> Self {
+        do {
+            return try JSONValue.object(body).decode(Self.self)
+        } catch {
+            throw SyncError(.typeMismatch, "\(key) does not decode as \(Self.self): \(String(describing: error).prefix(200))")
+        }
+    }
+}

@@ -1,3 +1,4 @@
+import PartitionSync
 import ServiceLifecycle
 import Synchronization
 

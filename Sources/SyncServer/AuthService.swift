@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PartitionSync
 import PostgresNIO
 import SyncProtocol
 import SyncStorage
@@ -8,16 +9,16 @@ import SyncStorage
 /// JWT access tokens, rotating refresh tokens stored hashed, and API keys for back-end
 /// services. Registrations are limited per client address and failed logins per account and
 /// address, per address, and per account (docs/PROTOCOL.md, "Limits"), across instances.
-public final class AuthService: Sendable {
+package final class AuthService: Sendable {
     /// What a successful registration, login or refresh returns.
-    public struct Tokens: Sendable, Hashable {
-        public var userID: String
-        public var accessToken: String
-        public var refreshToken: String
+    package struct Tokens: Sendable, Hashable {
+        package var userID: String
+        package var accessToken: String
+        package var refreshToken: String
         /// Seconds until the access token expires.
-        public var expiresIn: Int
+        package var expiresIn: Int
 
-        public var json: JSONValue {
+        package var json: JSONValue {
             [
                 "userId": .string(userID), "accessToken": .string(accessToken), "refreshToken": .string(refreshToken),
                 "expiresIn": .int(Int64(expiresIn)),
@@ -29,13 +30,13 @@ public final class AuthService: Sendable {
     let configuration: AuthConfiguration
     let issuer: TokenIssuer
     /// All bcrypt work of this instance goes through it.
-    public let hasher: PasswordHasher
+    package let hasher: PasswordHasher
     let logger: Logger
     /// This instance's copy of the revoked credentials.
     let revocations: RevocationList
     var client: PostgresClient { store.client }
 
-    public convenience init(store: ObjectStore, configuration: AuthConfiguration, issuer: TokenIssuer, logger: Logger) {
+    package convenience init(store: ObjectStore, configuration: AuthConfiguration, issuer: TokenIssuer, logger: Logger) {
         self.init(store: store, configuration: configuration, issuer: issuer, revocations: RevocationList(), logger: logger)
     }
 
@@ -55,29 +56,14 @@ public final class AuthService: Sendable {
     /// Creates an account; `email_taken` when the email (case-insensitively) has one, and
     /// `rate_limited` after too many registrations from the client's address. The `user
     /// registered` event commits with the account, for the application's triggers.
-    public func register(email: String, password: String, address: String) async throws -> Tokens {
+    package func register(email: String, password: String, address: String) async throws -> Tokens {
         let email = email.trimmingCharacters(in: .whitespaces)
         try Self.checkEmail(email)
         try checkPassword(password)
         try await countRegistration(address: address)
         let hash = try await hasher.hash(password)
         let userID = UUID().uuidString.lowercased()
-        let logger = self.logger
-        let created = try await store.withWriteTransaction(author: "system:auth") { transaction in
-            let rows = try await transaction.connection.query(
-                """
-                INSERT INTO psync_users (id, email, email_key, password_hash)
-                VALUES (\(userID), \(email), \(email.lowercased()), \(hash))
-                ON CONFLICT (email_key) DO NOTHING
-                RETURNING id
-                """, logger: logger)
-            var inserted = false
-            for try await _ in rows { inserted = true }
-            if inserted {
-                transaction.recordUserEvent(.user, .registered, userID: userID, details: ["email": .string(email)])
-            }
-            return inserted
-        }
+        let created = try await AccountStore(store: store).create(userID: userID, email: email, passwordHash: hash)
         guard created else { throw SyncError(.emailTaken, "an account with this email exists") }
         logger.info("user registered", metadata: ["userId": "\(userID)"])
         return try await issueTokens(userID: userID, family: UUID())
@@ -85,42 +71,28 @@ public final class AuthService: Sendable {
 
     /// Checks credentials; `invalid_credentials` for a wrong email or password, `rate_limited`
     /// after too many failures (docs/PROTOCOL.md, "Limits").
-    public func login(email: String, password: String, address: String) async throws -> Tokens {
+    package func login(email: String, password: String, address: String) async throws -> Tokens {
         // What cannot be an account's email (control characters, which PostgreSQL's text
         // could not even hold) is refused before any lookup.
         try Self.checkEmail(email.trimmingCharacters(in: .whitespaces))
         let emailKey = email.trimmingCharacters(in: .whitespaces).lowercased()
         try await checkLoginLimits(emailKey: emailKey, address: address)
-        var stored: (id: String, hash: String)?
-        let rows = try await client.query(
-            "SELECT id, password_hash FROM psync_users WHERE email_key = \(emailKey)", logger: logger)
-        for try await (id, hash) in rows.decode((String, String).self) { stored = (id, hash) }
+        let stored = try await AccountStore(store: store).credentials(emailKey: emailKey)
         // An unknown email is verified against a dummy hash of the same cost: both failures
         // take the same work, so the answer's timing does not tell which emails have accounts.
-        let matches = try await hasher.verify(password, against: stored?.hash)
+        let matches = try await hasher.verify(password, against: stored?.passwordHash)
         guard let stored, matches else {
             try await recordLoginFailure(emailKey: emailKey, address: address)
             logger.notice("failed login", metadata: ["address": "\(address)"])
             throw SyncError(.invalidCredentials, "wrong email or password")
         }
         try await clearLoginFailures(emailKey: emailKey, address: address)
-        return try await issueTokens(userID: stored.id, family: UUID())
+        return try await issueTokens(userID: stored.userID, family: UUID())
     }
 
     /// Deletes an account and its refresh tokens; the `user deleted` event commits with it.
-    public func deleteAccount(userID: String) async throws {
-        let logger = self.logger
-        let deleted = try await store.withWriteTransaction(author: "system:auth") { transaction in
-            var email: String?
-            for try await value in try await transaction.connection.query(
-                "DELETE FROM psync_users WHERE id = \(userID) RETURNING email", logger: logger
-            ).decode(String.self) { email = value }
-            guard let email else { return false }
-            transaction.recordUserEvent(.user, .deleted, userID: userID, details: ["email": .string(email)])
-            // Its access tokens stop working and its sessions close, on every instance.
-            try await RevocationLedger.record([.user(userID)], for: revocationLifetime, on: transaction.connection, logger: logger)
-            return true
-        }
+    package func deleteAccount(userID: String) async throws {
+        let deleted = try await AccountStore(store: store).delete(userID: userID, revocationLifetime: revocationLifetime)
         guard deleted else { throw SyncError(.unauthenticated, "the account does not exist") }
         revocations.add([.user(userID)], expires: Date() + revocationLifetime.timeInterval)
         logger.info("user deleted", metadata: ["userId": "\(userID)"])
@@ -131,7 +103,7 @@ public final class AuthService: Sendable {
     /// What an `Authorization: Bearer` credential grants: an access token, or an API key
     /// (`psk_…`, which does not expire). A revoked one (a deleted user, a logged-out login, a
     /// revoked key) is `unauthenticated`.
-    public func authenticate(bearer credential: String) async throws -> Credential {
+    package func authenticate(bearer credential: String) async throws -> Credential {
         let granted: Credential
         if credential.hasPrefix(APIKeys.prefix) {
             let name = try await APIKeys(client: client, logger: logger).verify(credential)

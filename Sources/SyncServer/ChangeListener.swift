@@ -1,5 +1,6 @@
 import Logging
 import NIOPosix
+import PartitionSync
 import PostgresNIO
 import ServiceLifecycle
 import SyncProtocol
@@ -11,7 +12,7 @@ import SyncStorage
 /// reads every feed from its cursor, and the revocations are read again from their table, so
 /// notifications missed meanwhile lose nothing. Revocations (`revoked:…`) go to the
 /// instance's ``RevocationList``.
-public final class ChangeListener: Service, Sendable {
+package final class ChangeListener: Service, Sendable {
     let url: DatabaseURL
     let hub: SubscriptionHub
     let logger: Logger
@@ -35,7 +36,7 @@ public final class ChangeListener: Service, Sendable {
         self.signal = signal
     }
 
-    public func run() async throws {
+    package func run() async throws {
         var attempt = 0
         await withTaskCancellationOrGracefulShutdownHandler {
             while !Task.isCancelled && !Task.isShuttingDownGracefully {

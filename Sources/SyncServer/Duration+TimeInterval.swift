@@ -1,4 +1,5 @@
 import Foundation
+import PartitionSync
 
 extension Duration {
     /// The duration in seconds, for `Date` arithmetic.

@@ -1,4 +1,5 @@
 import NIOCore
+import PartitionSync
 import SyncProtocol
 
 extension EncodedChangeBatch {

@@ -1,4 +1,5 @@
 import NIOCore
+import PartitionSync
 import SyncProtocol
 
 /// A subscription's place in a partition's history: a complete version, or a version

@@ -1,4 +1,5 @@
 import NIOCore
+import PartitionSync
 import Synchronization
 
 /// Holds a connection that has not authenticated to small WebSocket frames. The WebSocket

@@ -1,3 +1,5 @@
+import PartitionSync
+
 /// Follows the frames of an incoming WebSocket byte stream by their headers alone, without
 /// buffering their payloads, so that a frame longer than allowed is refused from its header
 /// (before the WebSocket decoder reads it whole). A pure state machine: feed it bytes as they

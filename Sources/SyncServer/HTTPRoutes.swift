@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import Hummingbird
+import PartitionSync
 import SyncProtocol
 import SyncStorage
 import SyncTriggers

@@ -1,6 +1,7 @@
 import Logging
-import Synchronization
+import PartitionSync
 import ServiceLifecycle
+import Synchronization
 import SyncStorage
 
 /// Keeps this instance registered among those sharing the database, and tells the store

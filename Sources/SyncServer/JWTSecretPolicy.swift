@@ -1,15 +1,16 @@
 import Foundation
+import PartitionSync
 
 /// Which secrets the server accepts for signing access tokens. Anyone who knows the secret
 /// can mint a token for any user, so a short, published, placeholder or low-entropy secret is
 /// refused at start rather than accepted silently.
-public enum JWTSecretPolicy {
+package enum JWTSecretPolicy {
     /// Fewest bytes a secret has.
-    public static let minimumBytes = 32
+    package static let minimumBytes = 32
     /// Least estimated entropy, in bits (length times the Shannon entropy of its bytes).
-    public static let minimumEntropyBits = 128.0
+    package static let minimumEntropyBits = 128.0
     /// What the refusal tells the operator to do.
-    public static let advice = "generate one with `openssl rand -base64 48`"
+    package static let advice = "generate one with `openssl rand -base64 48`"
 
     /// Secrets that were published, e.g. the default that docker-compose.yml once carried.
     static let published: Set<String> = ["change-me-to-a-long-random-secret-of-32-bytes-or-more"]
@@ -20,7 +21,7 @@ public enum JWTSecretPolicy {
     ]
 
     /// Why `secret` is refused, or `nil` when it is acceptable.
-    public static func weakness(of secret: String) -> String? {
+    package static func weakness(of secret: String) -> String? {
         let bytes = Array(secret.utf8)
         if published.contains(secret) { return "is the published example secret" }
         if bytes.count < minimumBytes { return "is shorter than \(minimumBytes) bytes" }

@@ -1,4 +1,5 @@
 import Logging
+import PartitionSync
 import ServiceLifecycle
 import SyncStorage
 
@@ -41,15 +42,15 @@ final class MaintenanceService: Service, Sendable {
 }
 
 /// How long the server keeps what it prunes.
-public struct RetentionConfiguration: Sendable, Hashable {
+package struct RetentionConfiguration: Sendable, Hashable {
     /// Tombstones of deleted objects. Default 30 days: a client offline longer gets a reset.
-    public var tombstones: Duration = .seconds(30 * 24 * 3600)
+    package var tombstones: Duration = .seconds(30 * 24 * 3600)
     /// Outcomes of uploads, for idempotent repeats. Default 7 days.
-    public var requests: Duration = .seconds(7 * 24 * 3600)
+    package var requests: Duration = .seconds(7 * 24 * 3600)
     /// Change events every trigger has passed. Default 7 days.
-    public var events: Duration = .seconds(7 * 24 * 3600)
+    package var events: Duration = .seconds(7 * 24 * 3600)
     /// How often to prune. Default 1 hour.
-    public var interval: Duration = .seconds(3600)
+    package var interval: Duration = .seconds(3600)
 
-    public init() {}
+    package init() {}
 }

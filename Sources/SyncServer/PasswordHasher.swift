@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HummingbirdBcrypt
 import NIOPosix
+import PartitionSync
 import Synchronization
 import SyncProtocol
 
@@ -9,13 +10,13 @@ import SyncProtocol
 /// at most ``queueLimit`` more waiting (beyond that `rate_limited`), so a burst of
 /// registrations or logins cannot occupy every core. Counts the work it does, in bcrypt
 /// rounds, so tests can compare the cost of code paths without a clock.
-public final class PasswordHasher: Sendable {
+package final class PasswordHasher: Sendable {
     /// The cost of new hashes.
-    public let cost: UInt8
+    package let cost: UInt8
     /// bcrypt runs at once.
-    public let concurrency: Int
+    package let concurrency: Int
     /// Requests that may wait for a slot.
-    public let queueLimit: Int
+    package let queueLimit: Int
     /// A hash of a random password at ``cost``: verified against when an email is unknown, so
     /// an unknown email takes the same work as a known one with a wrong password.
     let dummyHash: String
@@ -27,7 +28,7 @@ public final class PasswordHasher: Sendable {
     }
     private let state = Mutex(State())
 
-    public init(cost: UInt8, concurrency: Int, queueLimit: Int) {
+    package init(cost: UInt8, concurrency: Int, queueLimit: Int) {
         self.cost = cost
         self.concurrency = max(1, concurrency)
         self.queueLimit = max(0, queueLimit)
@@ -35,7 +36,7 @@ public final class PasswordHasher: Sendable {
     }
 
     /// bcrypt rounds (2^cost per hash or verification) done so far.
-    public var rounds: Int { state.withLock { $0.rounds } }
+    package var rounds: Int { state.withLock { $0.rounds } }
 
     /// A new bcrypt hash of the password.
     func hash(_ password: String) async throws -> String {

@@ -1,16 +1,17 @@
+import PartitionSync
 import SyncProtocol
 
 /// A `rate_limited` refusal that says when to try again: answered 429 with `Retry-After`.
-public struct RateLimited: Error, Sendable, CustomStringConvertible {
+package struct RateLimited: Error, Sendable, CustomStringConvertible {
     /// The contract error (code `rate_limited`).
-    public var error: SyncError
+    package var error: SyncError
     /// Seconds until a retry may succeed, at least 1.
-    public var retryAfter: Int
+    package var retryAfter: Int
 
-    public init(_ message: String, retryAfter: Int) {
+    package init(_ message: String, retryAfter: Int) {
         error = SyncError(.rateLimited, message)
         self.retryAfter = max(1, retryAfter)
     }
 
-    public var description: String { "\(error) (retry after \(retryAfter) s)" }
+    package var description: String { "\(error) (retry after \(retryAfter) s)" }
 }

@@ -1,3 +1,4 @@
+import PartitionSync
 import Synchronization
 
 /// What `/ready` reports besides a live database: the change listener is listening. (The

@@ -1,4 +1,5 @@
 import Foundation
+import PartitionSync
 import Synchronization
 import SyncStorage
 

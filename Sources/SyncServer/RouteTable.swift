@@ -1,4 +1,5 @@
 import HTTPTypes
+import PartitionSync
 
 /// The paths the server answers and their methods, so a known path asked with another method
 /// gets 405 with `Allow` rather than 404.

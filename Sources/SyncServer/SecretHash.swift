@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PartitionSync
 
 /// Random secrets (refresh tokens, API keys) and the SHA-256 digests they are stored as.
 enum SecretHash {

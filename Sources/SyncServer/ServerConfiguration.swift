@@ -1,153 +1,154 @@
 import NIOCore
+import PartitionSync
 import SyncStorage
 import SyncTriggers
 
 /// Settings of the sync server. Every field has a default; `psync serve` sets them from
 /// flags and environment variables (README.md, "Configuration").
-public struct ServerConfiguration: Sendable {
+package struct ServerConfiguration: Sendable {
     /// Address to listen on. Default `127.0.0.1`.
-    public var host: String = "127.0.0.1"
+    package var host: String = "127.0.0.1"
     /// Port for HTTP and WebSocket; 0 picks a free one. Default 8080.
-    public var port: Int = 8080
+    package var port: Int = 8080
     /// The storage engine's limits and page sizes.
-    public var storage: StorageConfiguration = .init()
+    package var storage: StorageConfiguration = .init()
     /// Authentication settings.
-    public var auth: AuthConfiguration = .init(jwtSecret: nil)
+    package var auth: AuthConfiguration = .init(jwtSecret: nil)
     /// WebSocket session settings.
-    public var sessions: SessionConfiguration = .init()
+    package var sessions: SessionConfiguration = .init()
     /// What is pruned, and when.
-    public var retention: RetentionConfiguration = .init()
+    package var retention: RetentionConfiguration = .init()
     /// Trigger processing settings.
-    public var triggers: TriggerConfiguration = .init()
+    package var triggers: TriggerConfiguration = .init()
     /// How long an instance's presence rows live without renewal: when an instance dies, its
     /// users' sessions count as closed after at most this. Default 15 seconds.
-    public var presenceLease: Duration = .seconds(15)
+    package var presenceLease: Duration = .seconds(15)
     /// Service names whose API keys may use the admin endpoints (`/v1/admin/…`) and read
     /// `/metrics`. Default `admin`.
-    public var adminServices: Set<String> = ["admin"]
+    package var adminServices: Set<String> = ["admin"]
     /// Whether `/metrics` answers without an admin API key, for a scraper on a private
     /// network that cannot send one. Default `false`.
-    public var metricsPublic: Bool = false
+    package var metricsPublic: Bool = false
     /// How often the instance reads the versions of the partitions its sessions follow, in
     /// case a commit's notification was lost (its writer died between COMMIT and the
     /// notification). Default 1 second.
-    public var changePollInterval: Duration = .seconds(1)
+    package var changePollInterval: Duration = .seconds(1)
     /// How often the instance renews its row among the instances sharing the database and
     /// counts the others; an instance alone sends no NOTIFY, so this is how soon it starts
     /// announcing when another starts without being told (a starting instance tells the
     /// others at once, see ``InstanceService``). Its rows expire after five of these.
     /// Independent of ``changePollInterval``: deliveries between instances must not depend on
     /// the poll. Default 1 second.
-    public var instanceHeartbeatInterval: Duration = .seconds(1)
+    package var instanceHeartbeatInterval: Duration = .seconds(1)
     /// Connections in the PostgreSQL pool. Default 20.
-    public var databasePoolSize: Int = 20
+    package var databasePoolSize: Int = 20
     /// Upload transactions this instance runs at once. Uploads that arrive while they run
     /// wait and then share the next commit, many clients' uploads in one transaction (each
     /// still all-or-nothing on its own). Default 2.
-    public var uploadTransactions: Int = 2
+    package var uploadTransactions: Int = 2
     /// How long an upload transaction may take before its uploads are answered `unavailable`
     /// (the client sends them again; their request ids keep that harmless) and the next ones
     /// go on: a query on a connection that died with its database may never answer. Default
     /// 30 seconds.
-    public var uploadTimeout: Duration = .seconds(30)
+    package var uploadTimeout: Duration = .seconds(30)
     /// Name reported in logs and the `server` header. Default `psync`.
-    public var name: String = "psync"
+    package var name: String = "psync"
     /// How long a graceful shutdown waits for the services (triggers, presence, listener, …)
     /// after the sessions have closed, before it stops without them: a service waiting on a
     /// database that does not answer cannot hold the process. Default 5 seconds.
-    public var stopTimeout: Duration = .seconds(5)
+    package var stopTimeout: Duration = .seconds(5)
 
-    public init() {}
+    package init() {}
 }
 
 /// Settings of authentication.
-public struct AuthConfiguration: Sendable {
+package struct AuthConfiguration: Sendable {
     /// Secret for signing access tokens (HS256): at least 32 bytes, and neither a published
     /// example, a placeholder nor low in entropy (``JWTSecretPolicy``), or the server refuses
     /// to start. `nil`: a random secret per process, so tokens do not survive a restart and
     /// are not accepted by other instances.
-    public var jwtSecret: String?
+    package var jwtSecret: String?
     /// Lifetime of an access token. Default 15 minutes.
-    public var accessTokenLifetime: Duration = .seconds(15 * 60)
+    package var accessTokenLifetime: Duration = .seconds(15 * 60)
     /// Lifetime of a refresh token. Default 30 days.
-    public var refreshTokenLifetime: Duration = .seconds(30 * 24 * 3600)
+    package var refreshTokenLifetime: Duration = .seconds(30 * 24 * 3600)
     /// bcrypt cost of password hashes (4–31). Default 12; tests use 4.
-    public var bcryptCost: UInt8 = 12
+    package var bcryptCost: UInt8 = 12
     /// Shortest password accepted. Default 8.
-    public var minimumPasswordLength: Int = 8
+    package var minimumPasswordLength: Int = 8
     /// How long a used refresh token still answers, with another token of its family, for a
     /// client whose refresh answer was lost; reused later, it revokes the family. Default 10 seconds.
-    public var refreshReuseGrace: Duration = .seconds(10)
+    package var refreshReuseGrace: Duration = .seconds(10)
     /// Failed logins allowed for one account from one client address in one window; then
     /// that address may not log in to that account until the window ends. Default 10.
-    public var failuresPerAccountAddress: Int = 10
+    package var failuresPerAccountAddress: Int = 10
     /// Failed logins allowed per client address in one window, whatever the account. Default 50.
-    public var failuresPerAddress: Int = 50
+    package var failuresPerAddress: Int = 50
     /// Failed logins of one account, from all addresses, in one window after which its logins
     /// are slowed to one per ``accountBackoff`` (never locked). Default 100.
-    public var failuresPerAccount: Int = 100
+    package var failuresPerAccount: Int = 100
     /// The wait after an account's failed login once it is over ``failuresPerAccount``. Default 1 second.
-    public var accountBackoff: Duration = .seconds(1)
+    package var accountBackoff: Duration = .seconds(1)
     /// The window of the failed-login limits. Default 15 minutes.
-    public var failureWindow: Duration = .seconds(15 * 60)
+    package var failureWindow: Duration = .seconds(15 * 60)
     /// Registrations allowed per client address in one ``registrationWindow``. Default 10.
-    public var registrationsPerAddress: Int = 10
+    package var registrationsPerAddress: Int = 10
     /// The window of the registration limit. Default 1 hour.
-    public var registrationWindow: Duration = .seconds(3600)
+    package var registrationWindow: Duration = .seconds(3600)
     /// bcrypt hashes and verifications run at once; more wait. Default: the number of cores.
-    public var passwordHashConcurrency: Int = System.coreCount
+    package var passwordHashConcurrency: Int = System.coreCount
     /// Registrations and logins that may wait for bcrypt; more are answered `rate_limited`. Default 64.
-    public var passwordHashQueue: Int = 64
+    package var passwordHashQueue: Int = 64
 
-    public init(jwtSecret: String?) {
+    package init(jwtSecret: String?) {
         self.jwtSecret = jwtSecret
     }
 }
 
 /// Settings of WebSocket sessions.
-public struct SessionConfiguration: Sendable {
+package struct SessionConfiguration: Sendable {
     /// A session that sends nothing (no ping, no request) for this long is closed with code
     /// 4000. Default 60 seconds.
-    public var idleTimeout: Duration = .seconds(60)
+    package var idleTimeout: Duration = .seconds(60)
     /// Time a connection without an `Authorization` header has to authenticate with `auth`,
     /// counted from the upgrade, however slowly it sends: it is then closed with 4001.
     /// Default 10 seconds.
-    public var authTimeout: Duration = .seconds(10)
+    package var authTimeout: Duration = .seconds(10)
     /// Bytes of change batches queued for one session before its slowest subscription is
     /// paused and later resumed from its last delivered cursor. Default 4 MiB.
-    public var outboxLimitBytes: Int = 4 << 20
+    package var outboxLimitBytes: Int = 4 << 20
     /// Replies (acks, errors, pongs) queued for a client that does not read before the session
     /// is closed with code 4002. Default 1,000.
-    public var outboxLimitReplies: Int = 1_000
+    package var outboxLimitReplies: Int = 1_000
     /// Largest message a client may send after it is authenticated, in bytes, in one frame or
     /// several (a longer one closes the connection with 1009). Default 16 MiB.
-    public var maximumMessageBytes: Int = 16 << 20
+    package var maximumMessageBytes: Int = 16 << 20
     /// Largest WebSocket frame, in bytes, either way: longer messages are sent in several
     /// frames (and a client's frames may not be longer). Default 1 MiB.
-    public var maximumFrameBytes: Int = 1 << 20
+    package var maximumFrameBytes: Int = 1 << 20
     /// Objects per change batch sent to a client. Default 500.
-    public var batchSize: Int = 500
+    package var batchSize: Int = 500
     /// Most partitions one session may subscribe to. Default 1,000.
-    public var maximumSubscriptions: Int = 1_000
+    package var maximumSubscriptions: Int = 1_000
     /// How long a graceful shutdown waits for sessions to finish their uploads and close
     /// before the server stops anyway. Default 10 seconds.
-    public var shutdownTimeout: Duration = .seconds(10)
+    package var shutdownTimeout: Duration = .seconds(10)
     /// Longest life of a session opened with an API key (API keys do not expire): it is then
     /// closed with 4001 (`token_expired`). Sending `auth` with the key again re-validates the
     /// key and starts a new period. Default 24 hours.
-    public var apiKeySessionLifetime: Duration = .seconds(24 * 3600)
+    package var apiKeySessionLifetime: Duration = .seconds(24 * 3600)
     /// Largest message, in bytes, a connection may send before it is authenticated (an `auth`
     /// message is far smaller): a longer one closes it with 1009 as soon as its frames pass
     /// the limit, instead of being read whole. Default 8 KiB.
-    public var unauthenticatedMessageBytes: Int = 8 << 10
+    package var unauthenticatedMessageBytes: Int = 8 << 10
     /// Open WebSocket sessions one user may have on one instance; one more is refused with
     /// `too_many_sessions` (429 at the upgrade, or close 4003 after `auth`). API-key sessions
     /// are not counted. Default 100.
-    public var maximumSessionsPerUser: Int = 100
+    package var maximumSessionsPerUser: Int = 100
     /// Uploads one session may have received and not yet applied; past it the server stops
     /// reading the session's messages until one is applied (backpressure on a client that
     /// pipelines faster than its uploads commit). Default 256.
-    public var maximumQueuedUploads: Int = 256
+    package var maximumQueuedUploads: Int = 256
 
-    public init() {}
+    package init() {}
 }

@@ -1,15 +1,16 @@
 import CoreMetrics
 import Metrics
 import NIOCore
+import PartitionSync
 import Prometheus
 import Synchronization
 
 /// The server's metrics, kept in a Prometheus registry of its own (so several servers in one
 /// process each report their own) and rendered by `GET /metrics`.
-public final class ServerMetrics: Sendable {
-    public let registry: PrometheusCollectorRegistry
+package final class ServerMetrics: Sendable {
+    package let registry: PrometheusCollectorRegistry
     /// The factory of this server's registry, for components that report their own metrics.
-    public let factory: PrometheusMetricsFactory
+    package let factory: PrometheusMetricsFactory
 
     let sessions: CoreMetrics.Meter
     let subscriptions: CoreMetrics.Meter
@@ -28,7 +29,7 @@ public final class ServerMetrics: Sendable {
     private let uploadCounters: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
     private let errorCounters: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
 
-    public init() {
+    package init() {
         registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = [
@@ -67,16 +68,16 @@ public final class ServerMetrics: Sendable {
     }
 
     /// How many times live feeds read a partition (all feeds together).
-    public var feedReadCount: Int { feedReads.total }
+    package var feedReadCount: Int { feedReads.total }
 
     /// How many commits of this instance live feeds delivered from memory, without a read.
-    public var localDeliveryCount: Int { localDeliveries.total }
+    package var localDeliveryCount: Int { localDeliveries.total }
 
     /// How many times a live subscription was paused because its session's queue was full.
-    public var subscriptionPauseCount: Int { subscriptionPauses.total }
+    package var subscriptionPauseCount: Int { subscriptionPauses.total }
 
     /// The most change bytes ever queued for one session.
-    public var sessionQueuePeakBytes: Int { queuePeak.withLock { $0 } }
+    package var sessionQueuePeakBytes: Int { queuePeak.withLock { $0 } }
 
     /// Counts an upload by outcome: `ack`, `rejected` or `error`.
     func countUpload(_ outcome: String) {
@@ -98,7 +99,7 @@ public final class ServerMetrics: Sendable {
     }
 
     /// The Prometheus text format.
-    public func render() -> String {
+    package func render() -> String {
         if let sample = sizes.withLock({ $0 }) {
             let (feeds, members, watchers) = sample()
             hubFeeds.record(feeds)

@@ -7,29 +7,29 @@ import Darwin
 #endif
 
 /// Why the server could not start.
-public struct ServerStartError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Sendable, Hashable {
-        public var rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
+package struct ServerStartError: Error, Sendable, Hashable, CustomStringConvertible {
+    package struct Code: RawRepresentable, Sendable, Hashable {
+        package var rawValue: String
+        package init(rawValue: String) { self.rawValue = rawValue }
         /// Another process listens on the address and port.
-        public static let addressInUse = Code(rawValue: "address_in_use")
+        package static let addressInUse = Code(rawValue: "address_in_use")
     }
 
-    public var code: Code
-    public var message: String
+    package var code: Code
+    package var message: String
 
     static func addressInUse(host: String, port: Int) -> ServerStartError {
         ServerStartError(code: .addressInUse, message: "port \(port) on \(host) is in use (is another server running?)")
     }
 
-    public var description: String { message }
+    package var description: String { message }
 
     /// Throws ``Code/addressInUse`` when another process listens on `host`:`port`, before
     /// anything else starts: an embedded database, a connection pool or migrations started
     /// first would print their own lines (and warnings as they are cancelled) ahead of the one
     /// that matters. The server's own bind still answers the same way if another process
     /// takes the port in between. Port 0 (any free port) is not checked.
-    public static func checkAddress(host: String, port: Int) throws {
+    package static func checkAddress(host: String, port: Int) throws {
         guard port > 0, port <= Int(UInt16.max) else { return }
         var hints = addrinfo()
         hints.ai_flags = AI_PASSIVE

@@ -1,5 +1,6 @@
 import Foundation
 import NIOWebSocket
+import PartitionSync
 import ServiceLifecycle
 import Synchronization
 

@@ -1,4 +1,5 @@
 import Logging
+import PartitionSync
 import SyncStorage
 
 /// The parts of the server a session works with.

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Logging
 import NIOCore
+import PartitionSync
 import ServiceLifecycle
 import Synchronization
 import SyncProtocol
@@ -16,7 +17,7 @@ import SyncStorage
 ///
 /// The hub also routes changes of permission inputs to the sessions whose decisions depend
 /// on them.
-public final class SubscriptionHub: Service, Sendable {
+package final class SubscriptionHub: Service, Sendable {
     struct Member {
         let subscriber: any FeedSubscriber
         let generation: Int
@@ -77,7 +78,7 @@ public final class SubscriptionHub: Service, Sendable {
 
     /// Reads the feeds that have new commits, each in a task of its own, until shutdown; and
     /// polls the versions of the partitions it follows every ``pollInterval``.
-    public func run() async {
+    package func run() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.poll() }
             for await event in events.cancelOnGracefulShutdown() {

@@ -1,9 +1,10 @@
 import HTTPTypes
+import PartitionSync
 import SyncProtocol
 
 extension SyncError.Code {
     /// The HTTP status an error with this code is answered with.
-    public var httpStatus: HTTPResponse.Status {
+    package var httpStatus: HTTPResponse.Status {
         switch self {
         case .unauthenticated, .tokenExpired, .invalidCredentials, .sessionRevoked: .unauthorized
         case .permissionDenied, .permissionRevoked: .forbidden
@@ -22,7 +23,7 @@ extension SyncError.Code {
 
 extension SyncError {
     /// The HTTP error body: `{"error": {"code": …, "message": …}}`.
-    public var httpBody: JSONValue {
+    package var httpBody: JSONValue {
         ["error": ["code": .string(code.rawValue), "message": .string(message)]]
     }
 }

@@ -2,18 +2,19 @@ import Hummingbird
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import PartitionSync
 
 /// The request context of the server's HTTP and WebSocket routes: Hummingbird's core
 /// storage, WebSocket upgrade support, and the client's address (for login rate limits).
-public struct SyncRequestContext: RequestContext, WebSocketRequestContext {
-    public var coreContext: CoreRequestContextStorage
-    public let webSocket: WebSocketHandlerReference<Self>
+package struct SyncRequestContext: RequestContext, WebSocketRequestContext {
+    package var coreContext: CoreRequestContextStorage
+    package let webSocket: WebSocketHandlerReference<Self>
     /// The peer's IP address, or `unknown`.
-    public let remoteAddress: String
+    package let remoteAddress: String
     /// The connection, to answer a refused WebSocket upgrade (``UpgradeRefusals``).
     let channel: any Channel
 
-    public init(source: ApplicationRequestContextSource) {
+    package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         webSocket = .init()
         remoteAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
@@ -22,5 +23,5 @@ public struct SyncRequestContext: RequestContext, WebSocketRequestContext {
 
     /// Room for the largest upload: 1,000 operations of 1 MiB bodies is more than anyone
     /// should send over HTTP; the engine's own limits refuse what is too large.
-    public var maxUploadSize: Int { 16 << 20 }
+    package var maxUploadSize: Int { 16 << 20 }
 }

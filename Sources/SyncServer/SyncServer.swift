@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import PartitionSync
 import PostgresNIO
 import ServiceLifecycle
 import Synchronization
@@ -22,14 +23,14 @@ import SyncTriggers
 /// let server = SyncServer(configuration: .init(), database: try DatabaseURL(url), permissions: permissions, logger: logger)
 /// try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
 /// ```
-public final class SyncServer: Service, Sendable {
-    public let configuration: ServerConfiguration
-    public let database: DatabaseURL
-    public let application: SyncApplication
-    public var permissions: Permissions { application.permissions }
-    public let metrics = ServerMetrics()
+package final class SyncServer: Service, Sendable {
+    package let configuration: ServerConfiguration
+    package let database: DatabaseURL
+    package let application: SyncApplication
+    package var permissions: Permissions { application.permissions }
+    package let metrics = ServerMetrics()
     /// This instance's name: trigger leases and presence rows are held under it.
-    public let instance: String
+    package let instance: String
     let logger: Logger
     private let bound = Mutex<(port: Int?, waiters: [CheckedContinuation<Int, any Error>])>((nil, []))
     private let nextSessionID = Mutex(0)
@@ -41,11 +42,11 @@ public final class SyncServer: Service, Sendable {
     private let listeningGate = Gate()
 
     /// Feeds and live members of the hub (for tests and diagnostics).
-    public var hubCounts: (feeds: Int, members: Int) {
+    package var hubCounts: (feeds: Int, members: Int) {
         runningHub.withLock { $0?.counts } ?? (0, 0)
     }
 
-    public init(
+    package init(
         configuration: ServerConfiguration, database: DatabaseURL, application: SyncApplication, logger: Logger
     ) {
         self.configuration = configuration
@@ -60,7 +61,7 @@ public final class SyncServer: Service, Sendable {
     }
 
     /// The port the server listens on, once it does.
-    public func waitUntilListening() async throws -> Int {
+    package func waitUntilListening() async throws -> Int {
         try await withCheckedThrowingContinuation { continuation in
             bound.withLock { state in
                 if let port = state.port { continuation.resume(returning: port) } else { state.waiters.append(continuation) }
@@ -68,7 +69,7 @@ public final class SyncServer: Service, Sendable {
         }
     }
 
-    public func run() async throws {
+    package func run() async throws {
         var clientConfiguration = database.clientConfiguration
         clientConfiguration.options.maximumConnections = configuration.databasePoolSize
         let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
@@ -138,7 +139,7 @@ public final class SyncServer: Service, Sendable {
     private let triggerHealth = Mutex<TriggerHealth?>(nil)
 
     /// What the trigger watchdog last found, once the server runs.
-    public var triggers: TriggerHealth? { triggerHealth.withLock { $0 } }
+    package var triggers: TriggerHealth? { triggerHealth.withLock { $0 } }
 
     private func makeApplication(client: PostgresClient) async throws -> (some Service, TriggerHealth) {
         let readiness = Readiness()

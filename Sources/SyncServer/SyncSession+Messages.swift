@@ -1,8 +1,9 @@
 import CoreMetrics
 import Foundation
-import NIOWebSocket
-import Synchronization
 import NIOCore
+import NIOWebSocket
+import PartitionSync
+import Synchronization
 import SyncProtocol
 import SyncStorage
 

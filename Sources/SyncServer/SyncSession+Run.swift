@@ -1,11 +1,12 @@
 import CoreMetrics
 import Foundation
-import Logging
-import Synchronization
 import HummingbirdWebSocket
+import Logging
 import NIOCore
 import NIOWebSocket
+import PartitionSync
 import ServiceLifecycle
+import Synchronization
 import SyncProtocol
 import SyncStorage
 

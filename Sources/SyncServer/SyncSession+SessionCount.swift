@@ -1,5 +1,6 @@
 import Logging
 import NIOWebSocket
+import PartitionSync
 import Synchronization
 import SyncProtocol
 

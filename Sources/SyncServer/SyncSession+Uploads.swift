@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOWebSocket
+import PartitionSync
 import Synchronization
 import SyncProtocol
 import SyncStorage

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOWebSocket
+import PartitionSync
 import Synchronization
 import SyncProtocol
 import SyncStorage

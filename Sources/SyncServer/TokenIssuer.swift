@@ -1,10 +1,11 @@
 import Crypto
 import Foundation
 import JWTKit
+import PartitionSync
 import SyncProtocol
 
 /// Signs and verifies short-lived access tokens (JWT, HS256).
-public final class TokenIssuer: Sendable {
+package final class TokenIssuer: Sendable {
     struct Claims: JWTPayload {
         var sub: SubjectClaim
         var exp: ExpirationClaim
@@ -17,10 +18,10 @@ public final class TokenIssuer: Sendable {
     }
 
     let keys: JWTKeyCollection
-    public let lifetime: Duration
+    package let lifetime: Duration
 
     /// - Parameter secret: one ``JWTSecretPolicy`` accepts; `nil` makes a random one.
-    public init(secret: String?, lifetime: Duration) async throws {
+    package init(secret: String?, lifetime: Duration) async throws {
         let key: HMACKey
         if let secret {
             if let weakness = JWTSecretPolicy.weakness(of: secret) {
@@ -37,7 +38,7 @@ public final class TokenIssuer: Sendable {
 
     /// A signed token for the user and its lifetime in seconds; `session` (the refresh-token
     /// family) goes in the `sid` claim.
-    public func issue(userID: String, session: UUID? = nil) async throws -> (token: String, expiresIn: Int) {
+    package func issue(userID: String, session: UUID? = nil) async throws -> (token: String, expiresIn: Int) {
         let now = Date()
         let seconds = Int(lifetime.components.seconds)
         let claims = Claims(
@@ -47,7 +48,7 @@ public final class TokenIssuer: Sendable {
     }
 
     /// The user id of a valid token, when it expires and its `sid`; `token_expired` or `unauthenticated` otherwise.
-    public func verify(_ token: String) async throws(SyncError) -> (userID: String, expires: Date, session: String?) {
+    package func verify(_ token: String) async throws(SyncError) -> (userID: String, expires: Date, session: String?) {
         let claims: Claims
         do {
             claims = try await keys.verify(token, as: Claims.self)

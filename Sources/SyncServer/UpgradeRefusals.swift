@@ -1,6 +1,7 @@
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
+import PartitionSync
 import Synchronization
 import SyncProtocol
 

@@ -1,6 +1,7 @@
 import CoreMetrics
-import Metrics
 import Logging
+import Metrics
+import PartitionSync
 import SyncProtocol
 import SyncStorage
 

@@ -1,3 +1,4 @@
+import PartitionSync
 import Synchronization
 
 /// The open WebSocket sessions of each user on this instance, bounded by

@@ -10,16 +10,16 @@ import SyncProtocol
 ///   delivered up to and including the object `after` (pages split a commit between them).
 /// - `tombstoneFloor` is set while a snapshot is in progress: tombstones at or below it are
 ///   not sent, because the client never held those objects.
-public struct CursorPosition: Sendable, Hashable {
-    public var epoch: UUID
-    public var version: Int64
-    public var after: ObjectKey?
-    public var tombstoneFloor: Int64?
+package struct CursorPosition: Sendable, Hashable {
+    package var epoch: UUID
+    package var version: Int64
+    package var after: ObjectKey?
+    package var tombstoneFloor: Int64?
 
     static let prefix = "c1."
 
     /// The opaque text form: `c1.` and base64url of a small JSON object.
-    public var cursor: Cursor {
+    package var cursor: Cursor {
         var fields: [String: JSONValue] = ["e": .string(epoch.uuidString.lowercased()), "v": .int(version)]
         if let after {
             fields["c"] = .string(after.collection)
@@ -41,7 +41,7 @@ public struct CursorPosition: Sendable, Hashable {
     }
 
     /// Reads a cursor back; `nil` for anything this server did not hand out.
-    public init?(_ cursor: Cursor) {
+    package init?(_ cursor: Cursor) {
         let text = cursor.rawValue
         guard text.hasPrefix(Self.prefix), text.utf8.count <= 2048 else { return nil }
         var base64: [UInt8] = text.utf8.dropFirst(Self.prefix.utf8.count).map { byte in
@@ -76,7 +76,7 @@ public struct CursorPosition: Sendable, Hashable {
         }
     }
 
-    public init(epoch: UUID, version: Int64, after: ObjectKey? = nil, tombstoneFloor: Int64? = nil) {
+    package init(epoch: UUID, version: Int64, after: ObjectKey? = nil, tombstoneFloor: Int64? = nil) {
         self.epoch = epoch
         self.version = version
         self.after = after

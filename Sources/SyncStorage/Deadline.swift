@@ -1,17 +1,17 @@
 import Synchronization
 
 /// An operation that did not finish within its time.
-public struct DeadlineError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct DeadlineError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What was waited for.
-    public var what: String
-    public var timeout: Duration
+    package var what: String
+    package var timeout: Duration
 
-    public init(_ what: String, timeout: Duration) {
+    package init(_ what: String, timeout: Duration) {
         self.what = what
         self.timeout = timeout
     }
 
-    public var description: String { "\(what) did not finish within \(timeout)" }
+    package var description: String { "\(what) did not finish within \(timeout)" }
 }
 
 /// Runs `operation` and returns its result, or throws ``DeadlineError`` once `timeout` has
@@ -25,7 +25,7 @@ public struct DeadlineError: Error, Sendable, Hashable, CustomStringConvertible 
 /// transactions are fenced by their lease and position, so a late commit changes nothing.
 /// Cancelling the caller ends the wait at once too (so `nil`, no deadline, waits for a task
 /// in a way its waiter's cancellation can end).
-public func withDeadline<Result: Sendable>(
+package func withDeadline<Result: Sendable>(
     _ timeout: Duration?, _ what: @autoclosure () -> String,
     _ operation: @escaping @Sendable () async throws -> Result
 ) async throws -> Result {

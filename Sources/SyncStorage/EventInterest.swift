@@ -6,23 +6,23 @@
 /// trigger reads those changes. A server therefore records only the events its triggers match
 /// (``ObjectStore/recordEvents(_:)``, set by the trigger service), and everything while another
 /// instance runs a trigger this one does not know.
-public struct EventInterest: Sendable {
+package struct EventInterest: Sendable {
     let test: (@Sendable (ChangeEvent) -> Bool)?
 
     /// Every event is recorded (the default of a store).
-    public static let all = EventInterest(test: nil)
+    package static let all = EventInterest(test: nil)
 
     /// Only the events `test` accepts are recorded. It sees the event as a trigger would, with
     /// position 0, inside the writing transaction: it must be quick and must not block.
-    public static func matching(_ test: @escaping @Sendable (ChangeEvent) -> Bool) -> EventInterest {
+    package static func matching(_ test: @escaping @Sendable (ChangeEvent) -> Bool) -> EventInterest {
         EventInterest(test: test)
     }
 
     /// Whether `event` is recorded.
-    public func wants(_ event: ChangeEvent) -> Bool {
+    package func wants(_ event: ChangeEvent) -> Bool {
         test?(event) ?? true
     }
 
     /// Whether every event is recorded without asking.
-    public var recordsAll: Bool { test == nil }
+    package var recordsAll: Bool { test == nil }
 }

@@ -12,42 +12,42 @@ import SyncProtocol
 /// their transaction, which follows the commit order of transactions that touched a common
 /// partition. So numbers are gapless, and two changes of one partition are numbered in the
 /// order they committed. (docs/TRIGGERS.md, "Ordering".)
-public struct EventLog: Sendable {
+package struct EventLog: Sendable {
     let store: ObjectStore
     var logger: Logger { store.logger }
 
-    public init(store: ObjectStore) {
+    package init(store: ObjectStore) {
         self.store = store
     }
 
     /// Numbers the committed, unnumbered events (at most `limit` per pass); returns the new
     /// last position, or `nil` when there was nothing to number.
     @discardableResult
-    public func sequence(limit: Int = 10_000) async throws -> Int64? {
+    package func sequence(limit: Int = 10_000) async throws -> Int64? {
         try await sequencePass(limit: limit)?.last
     }
 
     /// What one pass of the sequencer numbered.
-    public struct Pass: Sendable {
+    package struct Pass: Sendable {
         /// The new last position.
-        public var last: Int64
+        package var last: Int64
         /// How many events it numbered.
-        public var count: Int
+        package var count: Int
         /// The kind, collection and operation of each numbered event, once each: which
         /// readers have something new.
-        public var shapes: Set<Shape>
+        package var shapes: Set<Shape>
     }
 
     /// An event's kind, collection and operation: what a ``Filter`` tests.
-    public struct Shape: Sendable, Hashable {
-        public var kind: ChangeEvent.Kind
-        public var collection: String?
-        public var operation: ChangeEvent.Operation
+    package struct Shape: Sendable, Hashable {
+        package var kind: ChangeEvent.Kind
+        package var collection: String?
+        package var operation: ChangeEvent.Operation
     }
 
     /// One pass of ``sequence(limit:)``, telling what it numbered; `nil` when nothing. One
     /// statement, its own transaction (`psync_sequence`, migration 0006).
-    public func sequencePass(limit: Int = 10_000) async throws -> Pass? {
+    package func sequencePass(limit: Int = 10_000) async throws -> Pass? {
         let rows = try await store.client.query("SELECT * FROM psync_sequence(\(Int32(clamping: limit)))", logger: logger)
         var pass: Pass?
         for try await (last, kind, collection, operation) in rows.decode((Int64, String, String?, String).self) {
@@ -59,7 +59,7 @@ public struct EventLog: Sendable {
     }
 
     /// The last numbered position.
-    public func head() async throws -> Int64 {
+    package func head() async throws -> Int64 {
         for try await value in try await store.client.query("SELECT last_seq FROM psync_sequencer", logger: logger).decode(Int64.self) {
             return value
         }
@@ -67,19 +67,19 @@ public struct EventLog: Sendable {
     }
 
     /// Numbered events after `position`, in order.
-    public func events(after position: Int64, limit: Int) async throws -> [ChangeEvent] {
+    package func events(after position: Int64, limit: Int) async throws -> [ChangeEvent] {
         try await events(after: position, limit: limit, on: nil)
     }
 
     /// Which events a reader wants: by kind, and optionally by collection and operation.
-    public struct Filter: Sendable, Hashable {
-        public var kinds: Set<ChangeEvent.Kind>
+    package struct Filter: Sendable, Hashable {
+        package var kinds: Set<ChangeEvent.Kind>
         /// `nil`: every collection (and events without one).
-        public var collections: Set<String>?
+        package var collections: Set<String>?
         /// `nil`: every operation.
-        public var operations: Set<ChangeEvent.Operation>?
+        package var operations: Set<ChangeEvent.Operation>?
 
-        public init(kinds: Set<ChangeEvent.Kind>, collections: Set<String>? = nil, operations: Set<ChangeEvent.Operation>? = nil) {
+        package init(kinds: Set<ChangeEvent.Kind>, collections: Set<String>? = nil, operations: Set<ChangeEvent.Operation>? = nil) {
             self.kinds = kinds
             self.collections = collections
             self.operations = operations
@@ -87,12 +87,12 @@ public struct EventLog: Sendable {
 
         /// Whether `event` passes: the same test the SQL of
         /// ``EventLog/events(after:limit:scan:filter:)`` makes.
-        public func passes(_ event: ChangeEvent) -> Bool {
+        package func passes(_ event: ChangeEvent) -> Bool {
             passes(Shape(kind: event.kind, collection: event.collection, operation: event.operation))
         }
 
         /// Whether events of this kind, collection and operation pass.
-        public func passes(_ shape: Shape) -> Bool {
+        package func passes(_ shape: Shape) -> Bool {
             guard kinds.contains(shape.kind) else { return false }
             if let collections, !collections.contains(shape.collection ?? "") { return false }
             if let operations, !operations.contains(shape.operation) { return false }
@@ -108,7 +108,7 @@ public struct EventLog: Sendable {
     /// among the next `scan` numbered events; and the position the reader may move to once it
     /// has handled them (every event up to it that passes the filter is in the result). Events
     /// that do not pass are never decoded.
-    public func events(after position: Int64, limit: Int, scan: Int, filter: Filter) async throws -> (events: [ChangeEvent], through: Int64) {
+    package func events(after position: Int64, limit: Int, scan: Int, filter: Filter) async throws -> (events: [ChangeEvent], through: Int64) {
         // One statement reads the head (its first row) and the events up to it (or the scan's
         // end), from one snapshot: every event it leaves out up to that end does not pass.
         let bound = position + Int64(max(scan, limit))
@@ -130,7 +130,7 @@ public struct EventLog: Sendable {
     }
 
     /// The event at a position, if it exists.
-    public func event(at position: Int64) async throws -> ChangeEvent? {
+    package func event(at position: Int64) async throws -> ChangeEvent? {
         try await events(after: position - 1, limit: 1).first.flatMap { $0.position == position ? $0 : nil }
     }
 

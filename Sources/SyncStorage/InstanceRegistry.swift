@@ -3,22 +3,22 @@ import PostgresNIO
 
 /// The server instances that share the database, each keeping a row alive while it runs
 /// (`psync_instances`).
-public struct InstanceRegistry: Sendable {
-    public let store: ObjectStore
+package struct InstanceRegistry: Sendable {
+    package let store: ObjectStore
     /// This instance's name.
-    public let instance: String
+    package let instance: String
     /// How long a row lives without renewal.
-    public let lease: Duration
+    package let lease: Duration
     var logger: Logger { store.logger }
 
-    public init(store: ObjectStore, instance: String, lease: Duration) {
+    package init(store: ObjectStore, instance: String, lease: Duration) {
         self.store = store
         self.instance = instance
         self.lease = lease
     }
 
     /// Renews this instance's row; returns how many other instances are alive.
-    public func heartbeat() async throws -> Int {
+    package func heartbeat() async throws -> Int {
         let seconds = Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18
         let rows = try await store.client.query(
             """
@@ -33,17 +33,17 @@ public struct InstanceRegistry: Sendable {
     }
 
     /// The notification payload a starting instance sends: `instance:<name>`.
-    public static let arrivalPrefix = "instance:"
+    package static let arrivalPrefix = "instance:"
 
     /// Tells the running instances that this one started: on hearing it they announce their
     /// commits from then on, without waiting for their next heartbeat.
-    public func announceArrival() async throws {
+    package func announceArrival() async throws {
         try await store.client.query(
             "SELECT pg_notify(\(ObjectStore.notificationChannel), \(Self.arrivalPrefix + instance))", logger: logger)
     }
 
     /// Removes this instance's row (on shutdown), and rows that expired long ago.
-    public func leave() async throws {
+    package func leave() async throws {
         try await store.client.query(
             "DELETE FROM psync_instances WHERE name = \(instance) OR expires_at < now() - interval '1 day'", logger: logger)
     }

@@ -2,24 +2,24 @@ import Crypto
 import Foundation
 
 /// One numbered SQL file of `migrations/`: `0001_objects.sql` is version 1, named `objects`.
-public struct Migration: Sendable, Hashable {
-    public let version: Int
-    public let name: String
-    public let sql: String
+package struct Migration: Sendable, Hashable {
+    package let version: Int
+    package let name: String
+    package let sql: String
 
     /// SHA-256 of the file's text, hex: a changed file is refused once it has been applied.
-    public var checksum: String {
+    package var checksum: String {
         SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
-    public init(version: Int, name: String, sql: String) {
+    package init(version: Int, name: String, sql: String) {
         self.version = version
         self.name = name
         self.sql = sql
     }
 
     /// Parses a file name `NNNN_name.sql`.
-    public init(fileName: String, sql: String) throws(MigrationError) {
+    package init(fileName: String, sql: String) throws(MigrationError) {
         guard fileName.hasSuffix(".sql"), let underscore = fileName.firstIndex(of: "_"),
             let version = Int(fileName[..<underscore]), version > 0
         else {
@@ -30,7 +30,7 @@ public struct Migration: Sendable, Hashable {
     }
 
     /// The migrations shipped with the engine (the project's `migrations/` folder), in order.
-    public static func bundled() throws -> [Migration] {
+    package static func bundled() throws -> [Migration] {
         guard let directory = Bundle.module.url(forResource: "Migrations", withExtension: nil) else {
             throw MigrationError(.invalidFileName, "the bundled Migrations folder is missing")
         }
@@ -38,7 +38,7 @@ public struct Migration: Sendable, Hashable {
     }
 
     /// Loads every `*.sql` file of a folder, sorted by version; two files with one version are refused.
-    public static func load(from directory: URL) throws -> [Migration] {
+    package static func load(from directory: URL) throws -> [Migration] {
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
             .filter { $0.hasSuffix(".sql") }
         var migrations: [Migration] = []
@@ -55,29 +55,29 @@ public struct Migration: Sendable, Hashable {
 }
 
 /// Why migrations could not be applied.
-public struct MigrationError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Sendable, Hashable {
-        public var rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
+package struct MigrationError: Error, Sendable, Hashable, CustomStringConvertible {
+    package struct Code: RawRepresentable, Sendable, Hashable {
+        package var rawValue: String
+        package init(rawValue: String) { self.rawValue = rawValue }
         /// A file name that is not `NNNN_name.sql`.
-        public static let invalidFileName = Code(rawValue: "invalid_file_name")
+        package static let invalidFileName = Code(rawValue: "invalid_file_name")
         /// Two files with the same number.
-        public static let duplicateVersion = Code(rawValue: "duplicate_version")
+        package static let duplicateVersion = Code(rawValue: "duplicate_version")
         /// A file applied earlier has changed since.
-        public static let checksumMismatch = Code(rawValue: "checksum_mismatch")
+        package static let checksumMismatch = Code(rawValue: "checksum_mismatch")
         /// The database has a migration this build does not know: it was migrated by a newer build.
-        public static let unknownMigration = Code(rawValue: "unknown_migration")
+        package static let unknownMigration = Code(rawValue: "unknown_migration")
         /// A statement of a migration failed; the migration was rolled back.
-        public static let statementFailed = Code(rawValue: "statement_failed")
+        package static let statementFailed = Code(rawValue: "statement_failed")
     }
 
-    public var code: Code
-    public var message: String
+    package var code: Code
+    package var message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public var description: String { "\(code.rawValue): \(message)" }
+    package var description: String { "\(code.rawValue): \(message)" }
 }

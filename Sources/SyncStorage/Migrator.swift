@@ -11,16 +11,16 @@ import PostgresNIO
 /// ```swift
 /// let applied = try await Migrator(client: client, logger: logger).migrate()
 /// ```
-public struct Migrator: Sendable {
+package struct Migrator: Sendable {
     /// The advisory lock key the migrator holds while it works ("psyncmig" in ASCII).
     static let lockKey: Int64 = 0x7073_796E_636D_6967
 
-    public let client: PostgresClient
-    public let migrations: [Migration]
-    public let logger: Logger
+    package let client: PostgresClient
+    package let migrations: [Migration]
+    package let logger: Logger
 
     /// - Parameter migrations: the migrations to apply; by default those bundled with the engine.
-    public init(client: PostgresClient, migrations: [Migration]? = nil, logger: Logger) throws {
+    package init(client: PostgresClient, migrations: [Migration]? = nil, logger: Logger) throws {
         self.client = client
         self.migrations = try migrations ?? Migration.bundled()
         self.logger = logger
@@ -28,7 +28,7 @@ public struct Migrator: Sendable {
 
     /// Applies every migration not yet applied and returns those it applied.
     @discardableResult
-    public func migrate() async throws -> [Migration] {
+    package func migrate() async throws -> [Migration] {
         try await client.withConnection { connection in
             try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
             do {
@@ -43,14 +43,14 @@ public struct Migrator: Sendable {
     }
 
     /// The versions and checksums recorded in the database.
-    public func appliedChecksums() async throws -> [Int: String] {
+    package func appliedChecksums() async throws -> [Int: String] {
         try await client.withConnection { connection in
             try await recorded(on: connection)
         }
     }
 
     /// Whether every migration of this build is applied and none has changed.
-    public func isUpToDate() async throws -> Bool {
+    package func isUpToDate() async throws -> Bool {
         let recorded = try await appliedChecksums()
         return migrations.allSatisfy { recorded[$0.version] == $0.checksum }
             && recorded.keys.allSatisfy { version in migrations.contains { $0.version == version } }

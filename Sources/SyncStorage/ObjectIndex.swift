@@ -173,7 +173,7 @@ extension ObjectStore {
     /// Creates the declared indexes that are missing and drops the ones an earlier version of
     /// the application declared and this one does not (every index named `psync_ix_…` is
     /// one), one server at a time (under the migrator's lock).
-    public func createIndexes(_ indexes: [ObjectIndex]) async throws {
+    package func createIndexes(_ indexes: [ObjectIndex]) async throws {
         try await client.withConnection { connection in
             try await connection.query("SELECT pg_advisory_lock(\(Migrator.lockKey))", logger: logger)
             do {

@@ -11,7 +11,7 @@ extension ObjectStore {
     /// happened before it started; it reads in bounded pages, each its own short query, and
     /// is consistent once a page has `upToDate`, because objects changed meanwhile move to
     /// higher versions that later pages include.
-    public func changes(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> ChangeBatch {
+    package func changes(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> ChangeBatch {
         let page = try await changePage(in: partition, after: cursor, limit: limit) { position, limit, floor in
             try await self.rows(partition, from: position, limit: limit, floor: floor) { key, version, body in
                 // Stored bodies were checked against the limits on the way in; the parser's own
@@ -28,7 +28,7 @@ extension ObjectStore {
     /// form: the stored JSON text goes to the message as it is, never decoded. One object at
     /// a time, so a reader can send some of them (the live feeds, whose members may be at
     /// different places in a commit).
-    public func encodedChanges(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> EncodedChangeBatch {
+    package func encodedChanges(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> EncodedChangeBatch {
         let page = try await changePage(in: partition, after: cursor, limit: limit) { position, limit, floor in
             try await self.rows(partition, from: position, limit: limit, floor: floor) { key, version, body in
                 EncodedChangeBatch.Object(key: key, version: version, bodyText: body)
@@ -43,7 +43,7 @@ extension ObjectStore {
     /// the other into one buffer as they are read: what a session sends for a snapshot or
     /// catch-up, where a page goes out whole. No object of its own per row, no key strings but
     /// the last.
-    public func encodedPage(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> EncodedChangeBatch {
+    package func encodedPage(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> EncodedChangeBatch {
         let page = try await changePage(in: partition, after: cursor, limit: limit) { position, limit, floor -> PageRead<(bytes: [UInt8], count: Int)> in
             var json: [UInt8] = []
             let found = try await self.walk(partition, from: position, limit: limit, floor: floor) { collection, id, version, body in
@@ -85,7 +85,7 @@ extension ObjectStore {
 
     /// Pages from `cursor` until one is up to date: a whole snapshot or catch-up, one bounded
     /// page at a time, as the consumer asks for them.
-    public func changeFeed(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) -> ChangeFeed {
+    package func changeFeed(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) -> ChangeFeed {
         ChangeFeed(store: self, partition: partition, cursor: cursor, limit: limit)
     }
 
@@ -239,22 +239,22 @@ struct Page<Objects> {
 /// The pages of a partition from a cursor until one is up to date, read one query per page
 /// as the consumer iterates, so memory stays bounded by the page size whatever the partition
 /// holds.
-public struct ChangeFeed: AsyncSequence, Sendable {
-    public typealias Element = ChangeBatch
+package struct ChangeFeed: AsyncSequence, Sendable {
+    package typealias Element = ChangeBatch
 
     let store: ObjectStore
     let partition: Partition
     let cursor: Cursor?
     let limit: Int?
 
-    public struct AsyncIterator: AsyncIteratorProtocol {
+    package struct AsyncIterator: AsyncIteratorProtocol {
         let store: ObjectStore
         let partition: Partition
         var cursor: Cursor?
         let limit: Int?
         var finished = false
 
-        public mutating func next() async throws -> ChangeBatch? {
+        package mutating func next() async throws -> ChangeBatch? {
             guard !finished else { return nil }
             let batch = try await store.changes(in: partition, after: cursor, limit: limit)
             cursor = batch.cursor
@@ -263,7 +263,7 @@ public struct ChangeFeed: AsyncSequence, Sendable {
         }
     }
 
-    public func makeAsyncIterator() -> AsyncIterator {
+    package func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(store: store, partition: partition, cursor: cursor, limit: limit)
     }
 }

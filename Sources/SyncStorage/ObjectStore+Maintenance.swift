@@ -6,7 +6,7 @@ extension ObjectStore {
     /// removed: a client whose cursor is older than that can no longer learn of those
     /// deletions from a catch-up, so it gets a reset instead. Returns how many were removed.
     @discardableResult
-    public func pruneTombstones(olderThan age: Duration) async throws -> Int {
+    package func pruneTombstones(olderThan age: Duration) async throws -> Int {
         let seconds = Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18
         let rows = try await client.query(
             """
@@ -29,7 +29,7 @@ extension ObjectStore {
     /// Removes change events older than `age` that every trigger has passed and no open dead
     /// letter refers to. Returns how many were removed.
     @discardableResult
-    public func pruneEvents(olderThan age: Duration) async throws -> Int {
+    package func pruneEvents(olderThan age: Duration) async throws -> Int {
         let seconds = Double(age.components.seconds)
         let rows = try await client.query(
             """
@@ -49,7 +49,7 @@ extension ObjectStore {
     }
 
     /// Forgets failed-login windows that have ended.
-    public func pruneLoginFailures(olderThan age: Duration) async throws {
+    package func pruneLoginFailures(olderThan age: Duration) async throws {
         let seconds = Double(age.components.seconds)
         try await client.query(
             "DELETE FROM psync_login_failures WHERE window_start <= now() - make_interval(secs => \(seconds))", logger: logger)
@@ -58,7 +58,7 @@ extension ObjectStore {
     /// Gives this database a new epoch, so every cursor handed out before is answered with a
     /// reset. Run it after restoring a backup or cloning the database: the copy would
     /// otherwise accept cursors of the original, whose versions may name other changes.
-    public func renewEpoch() async throws {
+    package func renewEpoch() async throws {
         try await client.query("UPDATE psync_meta SET epoch = gen_random_uuid()", logger: logger)
         resetCachedEpoch()
     }
@@ -66,7 +66,7 @@ extension ObjectStore {
     /// Removes stored upload outcomes older than `age`; a request id repeated after that is
     /// applied as a new upload. Returns how many were removed.
     @discardableResult
-    public func pruneRequests(olderThan age: Duration) async throws -> Int {
+    package func pruneRequests(olderThan age: Duration) async throws -> Int {
         let seconds = Double(age.components.seconds)
         let rows = try await client.query(
             """

@@ -4,7 +4,7 @@ import SyncProtocol
 
 extension ObjectStore {
     /// Validates the changes of an upload inside its transaction; throwing refuses the upload.
-    public typealias Validator = @Sendable (_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void
+    package typealias Validator = @Sendable (_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void
 
     /// Applies an upload in one transaction: every operation commits, or none does.
     ///
@@ -12,7 +12,7 @@ extension ObjectStore {
     /// returns the first outcome (an ``UploadResult`` with `isReplay`, or the same error)
     /// and applies nothing, even when both arrive at once.
     @discardableResult
-    public func upload(_ upload: Upload, validate: Validator? = nil) async throws -> UploadResult {
+    package func upload(_ upload: Upload, validate: Validator? = nil) async throws -> UploadResult {
         try Self.checkRequestID(upload.requestId)
         let epoch = try await epoch()
         do {

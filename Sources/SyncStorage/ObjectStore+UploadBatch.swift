@@ -4,7 +4,7 @@ import SyncProtocol
 
 extension ObjectStore {
     /// ``upload(batch:validators:)`` with one validator for every upload.
-    public func upload(batch uploads: [Upload], validate: Validator? = nil) async throws -> [Result<UploadResult, SyncError>] {
+    package func upload(batch uploads: [Upload], validate: Validator? = nil) async throws -> [Result<UploadResult, SyncError>] {
         try await upload(batch: uploads, validators: uploads.map { _ in validate })
     }
 
@@ -22,7 +22,7 @@ extension ObjectStore {
     /// request id), or the ``SyncError`` that refused it. The applied uploads of one partition
     /// share the partition version of their transaction. An internal or transient error fails
     /// the whole batch (nothing of it is applied) and is thrown.
-    public func upload(batch uploads: [Upload], validators: [Validator?]) async throws -> [Result<UploadResult, SyncError>] {
+    package func upload(batch uploads: [Upload], validators: [Validator?]) async throws -> [Result<UploadResult, SyncError>] {
         precondition(validators.count == uploads.count, "one validator (or nil) per upload")
         guard !uploads.isEmpty else { return [] }
         do {

@@ -15,9 +15,9 @@ import SyncProtocol
 ///     principal: "user-1", requestId: "r-1"))
 /// let batch = try await store.changes(in: result.partition, after: nil)
 /// ```
-public final class ObjectStore: Sendable {
-    public let client: PostgresClient
-    public let configuration: StorageConfiguration
+package final class ObjectStore: Sendable {
+    package let client: PostgresClient
+    package let configuration: StorageConfiguration
     let logger: Logger
     private let cachedEpoch = Mutex<UUID?>(nil)
     let announcer: Announcer
@@ -39,7 +39,7 @@ public final class ObjectStore: Sendable {
         elementIndexes.withLock { $0 = names }
     }
 
-    public init(client: PostgresClient, configuration: StorageConfiguration = .init(), logger: Logger) {
+    package init(client: PostgresClient, configuration: StorageConfiguration = .init(), logger: Logger) {
         self.client = client
         self.configuration = configuration
         self.logger = logger
@@ -47,21 +47,21 @@ public final class ObjectStore: Sendable {
     }
 
     /// Which change events write transactions record from now on. Default: ``EventInterest/all``.
-    public func recordEvents(_ interest: EventInterest) {
+    package func recordEvents(_ interest: EventInterest) {
         self.interest.withLock { $0 = interest }
     }
 
     /// Which change events write transactions record.
-    public var eventInterest: EventInterest { interest.withLock { $0 } }
+    package var eventInterest: EventInterest { interest.withLock { $0 } }
 
     /// Calls `observer` after each write transaction of this store commits, in the committing
     /// task, with what it changed: how this process's subscribers hear of its own commits
     /// without waiting for the notification. It must be quick and must not block.
-    public func observeCommits(_ observer: @escaping @Sendable (Commit) -> Void) {
+    package func observeCommits(_ observer: @escaping @Sendable (Commit) -> Void) {
         observers.withLock { $0.append(observer) }
     }
 
-    public var limits: Limits { configuration.limits }
+    package var limits: Limits { configuration.limits }
 
     /// The PostgreSQL notification channel on which every commit announces, per partition it
     /// changed, `"<version>:<partition>"`.
@@ -73,7 +73,7 @@ public final class ObjectStore: Sendable {
     /// A process that dies in between leaves the commit unannounced: listeners also poll the
     /// versions of the partitions they follow (``SubscriptionHub``), and the trigger sequencer
     /// polls for unnumbered events.
-    public static let notificationChannel = "psync_changes"
+    package static let notificationChannel = "psync_changes"
 
     /// Queues `payloads` for ``notificationChannel``; they are sent shortly, outside any
     /// transaction. A failure is logged, not thrown: what they announce is committed already,
@@ -86,12 +86,12 @@ public final class ObjectStore: Sendable {
     /// Whether commits are announced with NOTIFY (the default). An instance that knows it is
     /// alone on the database turns it off (``InstanceRegistry``): its own subscribers and
     /// triggers hear of its commits in process.
-    public func announceCommits(_ enabled: Bool) {
+    package func announceCommits(_ enabled: Bool) {
         announcing.withLock { $0 = enabled }
     }
 
     /// The identity of this database, carried in every cursor.
-    public func epoch() async throws -> UUID {
+    package func epoch() async throws -> UUID {
         if let epoch = cachedEpoch.withLock({ $0 }) { return epoch }
         let rows = try await client.query("SELECT epoch FROM psync_meta", logger: logger)
         for try await epoch in rows.decode(UUID.self) {
@@ -102,14 +102,14 @@ public final class ObjectStore: Sendable {
     }
 
     /// The identity of this database if this store has read it already.
-    public var knownEpoch: UUID? { cachedEpoch.withLock { $0 } }
+    package var knownEpoch: UUID? { cachedEpoch.withLock { $0 } }
 
     func resetCachedEpoch() {
         cachedEpoch.withLock { $0 = nil }
     }
 
     /// The newest committed version of a partition (0 when nothing was ever written to it).
-    public func headVersion(of partition: Partition) async throws -> Int64 {
+    package func headVersion(of partition: Partition) async throws -> Int64 {
         let rows = try await client.query(
             "SELECT version FROM psync_partitions WHERE partition = \(partition.description)", logger: logger)
         for try await version in rows.decode(Int64.self) { return version }
@@ -117,7 +117,7 @@ public final class ObjectStore: Sendable {
     }
 
     /// The newest committed version of each partition that was ever written to.
-    public func headVersions(of partitions: [Partition]) async throws -> [(Partition, Int64)] {
+    package func headVersions(of partitions: [Partition]) async throws -> [(Partition, Int64)] {
         let rows = try await client.query(
             "SELECT partition, version FROM psync_partitions WHERE partition = ANY(\(partitions.map(\.description))::text[])",
             logger: logger)
@@ -130,7 +130,7 @@ public final class ObjectStore: Sendable {
 
     /// The current state of each object, live or tombstone, whatever its partition; keys
     /// never stored are left out. Used to send compensating states with a rejection.
-    public func objects(_ keys: [ObjectKey]) async throws -> [(partition: String, object: SyncObject)] {
+    package func objects(_ keys: [ObjectKey]) async throws -> [(partition: String, object: SyncObject)] {
         guard !keys.isEmpty else { return [] }
         let rows = try await client.query(
             """
@@ -153,7 +153,7 @@ public final class ObjectStore: Sendable {
     /// serialization conflict is retried from the start (so `body` must not have effects
     /// outside the database); any other error rolls back and is rethrown.
     @discardableResult
-    public func withWriteTransaction<Result: Sendable>(
+    package func withWriteTransaction<Result: Sendable>(
         author: String,
         depth: Int = 0,
         _ body: (WriteTransaction) async throws -> Result

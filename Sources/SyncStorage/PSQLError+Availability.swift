@@ -7,7 +7,7 @@ extension PSQLError {
     /// or recovering: SQLSTATE class 08, and 57P01–57P03), rather than that it refused the
     /// statement. Such work may succeed when tried again; an answer already lost may also
     /// have committed, which is why uploads carry request ids and triggers a fenced position.
-    public var isUnavailable: Bool {
+    package var isUnavailable: Bool {
         switch code {
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
             return true
@@ -22,7 +22,7 @@ extension PSQLError {
 
 /// Whether an error, as thrown by the storage layer (possibly wrapped in a transaction
 /// error), means the database is unavailable (``PSQLError/isUnavailable``).
-public func isDatabaseUnavailable(_ error: any Error) -> Bool {
+package func isDatabaseUnavailable(_ error: any Error) -> Bool {
     if let error = error as? PSQLError { return error.isUnavailable }
     // The database did not answer in time (a connection lost mid-query may never answer).
     if error is DeadlineError { return true }

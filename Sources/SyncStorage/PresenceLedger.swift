@@ -7,13 +7,13 @@ import SyncProtocol
 /// closing are recorded as `session` events (`opened`, `closed`) in the same transaction, so
 /// triggers see each exactly once. Rows of an instance that stopped renewing expire, and
 /// whichever instance notices closes the users they held.
-public struct PresenceLedger: Sendable {
+package struct PresenceLedger: Sendable {
     let store: ObjectStore
-    public let instance: String
-    public let lease: Duration
+    package let instance: String
+    package let lease: Duration
     var logger: Logger { store.logger }
 
-    public init(store: ObjectStore, instance: String, lease: Duration) {
+    package init(store: ObjectStore, instance: String, lease: Duration) {
         self.store = store
         self.instance = instance
         self.lease = lease
@@ -22,7 +22,7 @@ public struct PresenceLedger: Sendable {
     private var seconds: Double { Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18 }
 
     /// One more session of a user on this instance.
-    public func opened(_ userID: String) async throws {
+    package func opened(_ userID: String) async throws {
         try await store.withWriteTransaction(author: "system:presence") { transaction in
             let before = try await lockAndCount(userID, transaction.connection)
             try await transaction.connection.query(
@@ -37,7 +37,7 @@ public struct PresenceLedger: Sendable {
     }
 
     /// One session fewer of a user on this instance.
-    public func closed(_ userID: String) async throws {
+    package func closed(_ userID: String) async throws {
         try await store.withWriteTransaction(author: "system:presence") { transaction in
             _ = try await lockAndCount(userID, transaction.connection)
             try await transaction.connection.query(
@@ -53,7 +53,7 @@ public struct PresenceLedger: Sendable {
     }
 
     /// Renews this instance's rows.
-    public func heartbeat() async throws {
+    package func heartbeat() async throws {
         try await store.client.query(
             "UPDATE psync_presence SET expires_at = now() + make_interval(secs => \(seconds)) WHERE instance = \(instance)",
             logger: logger)
@@ -62,7 +62,7 @@ public struct PresenceLedger: Sendable {
     /// Removes expired rows (of instances that died) and closes the users left without sessions.
     /// Returns how many users were closed.
     @discardableResult
-    public func reap() async throws -> Int {
+    package func reap() async throws -> Int {
         var users: [String] = []
         for try await user in try await store.client.query(
             "SELECT DISTINCT user_id FROM psync_presence WHERE expires_at <= now() LIMIT 1000", logger: logger
@@ -85,7 +85,7 @@ public struct PresenceLedger: Sendable {
     }
 
     /// Closes every user of this instance (on shutdown).
-    public func closeAll() async throws {
+    package func closeAll() async throws {
         var users: [String] = []
         for try await user in try await store.client.query(
             "SELECT user_id FROM psync_presence WHERE instance = \(instance)", logger: logger
@@ -108,7 +108,7 @@ public struct PresenceLedger: Sendable {
     /// (and its event comes after whatever this transaction wrote). For a trigger that sets
     /// up what the presence trigger needs (the User record) and must not lose a session
     /// event that arrived first.
-    public static func openSessions(of userID: String, on connection: PostgresConnection, logger: Logger) async throws -> Int {
+    package static func openSessions(of userID: String, on connection: PostgresConnection, logger: Logger) async throws -> Int {
         try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(userID), 7))", logger: logger)
         for try await total in try await connection.query(
             "SELECT coalesce(sum(sessions), 0)::bigint FROM psync_presence WHERE user_id = \(userID) AND expires_at > now()",

@@ -4,9 +4,9 @@ import Foundation
 ///
 /// It is announced on ``ObjectStore/notificationChannel`` as
 /// `revoked:<kind>:<expiry as Unix seconds, or never>:<subject>`.
-public struct Revocation: Sendable, Hashable, CustomStringConvertible {
+package struct Revocation: Sendable, Hashable, CustomStringConvertible {
     /// What is revoked.
-    public enum Kind: String, Sendable, Hashable, CaseIterable {
+    package enum Kind: String, Sendable, Hashable, CaseIterable {
         /// Every access token of a user (the account was deleted).
         case user
         /// The access tokens issued with one refresh-token family (a logout): their `sid` claim.
@@ -15,22 +15,22 @@ public struct Revocation: Sendable, Hashable, CustomStringConvertible {
         case key
     }
 
-    public var kind: Kind
-    public var subject: String
+    package var kind: Kind
+    package var subject: String
 
-    public init(kind: Kind, subject: String) {
+    package init(kind: Kind, subject: String) {
         self.kind = kind
         self.subject = subject
     }
 
     /// Every access token of a user.
-    public static func user(_ id: String) -> Revocation { Revocation(kind: .user, subject: id) }
+    package static func user(_ id: String) -> Revocation { Revocation(kind: .user, subject: id) }
 
     /// The access tokens of one refresh-token family (their `sid` claim).
-    public static func family(_ id: String) -> Revocation { Revocation(kind: .family, subject: id.lowercased()) }
+    package static func family(_ id: String) -> Revocation { Revocation(kind: .family, subject: id.lowercased()) }
 
     /// An API key, by the SHA-256 digest it is stored as.
-    public static func key(digest: some Sequence<UInt8>) -> Revocation {
+    package static func key(digest: some Sequence<UInt8>) -> Revocation {
         Revocation(kind: .key, subject: digest.map { String(format: "%02x", $0) }.joined())
     }
 
@@ -38,7 +38,7 @@ public struct Revocation: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses the payload of a notification announcing a revocation, with when it lapses
     /// (`nil`: never); `nil` for any other payload.
-    public static func parse(payload: String) -> (revocation: Revocation, expires: Date?)? {
+    package static func parse(payload: String) -> (revocation: Revocation, expires: Date?)? {
         guard payload.hasPrefix(payloadPrefix) else { return nil }
         let parts = payload.dropFirst(payloadPrefix.count).split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 3, let kind = Kind(rawValue: String(parts[0])) else { return nil }
@@ -53,5 +53,5 @@ public struct Revocation: Sendable, Hashable, CustomStringConvertible {
         return (Revocation(kind: kind, subject: String(parts[2])), expires)
     }
 
-    public var description: String { "\(kind.rawValue):\(subject)" }
+    package var description: String { "\(kind.rawValue):\(subject)" }
 }

@@ -5,22 +5,22 @@ import PostgresNIO
 /// Revoked credentials in `psync_revocations` (migration 0009), shared by every server
 /// instance: recording one also announces it, in the same transaction, so the instances hear
 /// of it when it commits; an instance whose listening connection was lost reads them all again.
-public struct RevocationLedger: Sendable {
+package struct RevocationLedger: Sendable {
     let client: PostgresClient
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    package init(client: PostgresClient, logger: Logger) {
         self.client = client
         self.logger = logger
     }
 
-    public init(store: ObjectStore) {
+    package init(store: ObjectStore) {
         self.init(client: store.client, logger: store.logger)
     }
 
     /// Records revocations in their own transaction.
     /// - Parameter lifetime: how long to keep them; `nil` for good.
-    public func record(_ revocations: [Revocation], for lifetime: Duration?) async throws {
+    package func record(_ revocations: [Revocation], for lifetime: Duration?) async throws {
         guard !revocations.isEmpty else { return }
         try await client.withTransaction(logger: logger) { connection in
             try await Self.record(revocations, for: lifetime, on: connection, logger: logger)
@@ -31,7 +31,7 @@ public struct RevocationLedger: Sendable {
     /// when it commits, and neither if it rolls back.
     /// - Parameter lifetime: how long to keep them; `nil` for good. A revocation recorded again
     ///   keeps the later expiry.
-    public static func record(
+    package static func record(
         _ revocations: [Revocation], for lifetime: Duration?, on connection: PostgresConnection, logger: Logger
     ) async throws {
         guard !revocations.isEmpty else { return }
@@ -57,7 +57,7 @@ public struct RevocationLedger: Sendable {
     }
 
     /// Every revocation in force, with when it lapses (`nil`: never).
-    public func live() async throws -> [Revocation: Date?] {
+    package func live() async throws -> [Revocation: Date?] {
         let rows = try await client.query(
             "SELECT kind, subject, expires_at FROM psync_revocations WHERE expires_at IS NULL OR expires_at > now()",
             logger: logger)
@@ -71,7 +71,7 @@ public struct RevocationLedger: Sendable {
 
     /// Removes the revocations that have lapsed; returns how many.
     @discardableResult
-    public func prune() async throws -> Int {
+    package func prune() async throws -> Int {
         let rows = try await client.query(
             "DELETE FROM psync_revocations WHERE expires_at <= now() RETURNING 1", logger: logger)
         var count = 0

@@ -1,33 +1,33 @@
 import SyncProtocol
 
 /// Settings of the storage engine.
-public struct StorageConfiguration: Sendable, Hashable {
+package struct StorageConfiguration: Sendable, Hashable {
     /// Body size, JSON depth and operations per upload. Defaults: 1 MiB, 32, 1,000.
-    public var limits: Limits
+    package var limits: Limits
     /// Objects per change batch when the reader asks for no particular size. Default 500.
-    public var defaultPageSize: Int
+    package var defaultPageSize: Int
     /// The largest change batch a reader may ask for. Default 5,000.
-    public var maximumPageSize: Int
+    package var maximumPageSize: Int
     /// How often a transaction that lost a deadlock or serialization conflict is retried. Default 5.
-    public var transactionRetries: Int
+    package var transactionRetries: Int
     /// Uploads are first applied optimistically: computed from a read without locks (or,
     /// when they only put objects, from none) and written by one statement that locks,
     /// checks that what was read is unchanged, and commits; only when that fails are they
     /// applied in a transaction that locks first. Off: always the locking transaction.
     /// Default on.
-    public var optimisticUploads: Bool
+    package var optimisticUploads: Bool
     /// Bytes of objects (bodies, collections and ids) in one change page: a page ends before
     /// the object that would pass it, whatever its count, except that an object larger than
     /// this goes alone in its page. Default 4 MiB.
-    public var maximumPageBytes: Int
+    package var maximumPageBytes: Int
     /// How long an upload waits for the lock of its partition while another transaction holds
     /// it, at each of its (at most three) attempts, before it is answered `unavailable` (the
     /// client sends it again later). A lock held for long elsewhere then holds up only its
     /// own partition's uploads, not the few upload transactions every partition shares.
     /// Default 2 seconds.
-    public var lockPatience: Duration
+    package var lockPatience: Duration
 
-    public init(
+    package init(
         limits: Limits = Limits(), defaultPageSize: Int = 500, maximumPageSize: Int = 5_000, transactionRetries: Int = 5,
         optimisticUploads: Bool = true, maximumPageBytes: Int = 4 << 20, lockPatience: Duration = .seconds(2)
     ) {

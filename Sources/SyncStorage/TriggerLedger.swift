@@ -5,37 +5,37 @@ import SyncProtocol
 
 /// The stored state of triggers: each one's position and lease, the events of concurrent
 /// triggers already handled, and dead letters.
-public struct TriggerLedger: Sendable {
+package struct TriggerLedger: Sendable {
     /// A dead-lettered event.
-    public struct DeadLetter: Sendable, Hashable {
-        public var id: Int64
-        public var trigger: String
-        public var position: Int64
-        public var attempts: Int
-        public var error: String
-        public var created: Date
-        public var retried: Date?
+    package struct DeadLetter: Sendable, Hashable {
+        package var id: Int64
+        package var trigger: String
+        package var position: Int64
+        package var attempts: Int
+        package var error: String
+        package var created: Date
+        package var retried: Date?
     }
 
     /// A trigger's progress.
-    public struct Status: Sendable, Hashable {
-        public var name: String
-        public var position: Int64
-        public var leaseHolder: String?
-        public var leaseExpires: Date?
+    package struct Status: Sendable, Hashable {
+        package var name: String
+        package var position: Int64
+        package var leaseHolder: String?
+        package var leaseExpires: Date?
     }
 
     let store: ObjectStore
     var logger: Logger { store.logger }
 
-    public init(store: ObjectStore) {
+    package init(store: ObjectStore) {
         self.store = store
     }
 
     /// Makes sure a trigger has a row; whether it was new. A new trigger starts at the current
     /// end of the event log: it handles events committed from now on, not the history.
     @discardableResult
-    public func register(_ name: String) async throws -> Bool {
+    package func register(_ name: String) async throws -> Bool {
         let rows = try await store.client.query(
             """
             INSERT INTO psync_triggers (name, position)
@@ -48,7 +48,7 @@ public struct TriggerLedger: Sendable {
     }
 
     /// Whether some instance holds a trigger's lease now.
-    public func anyLeaseHeld() async throws -> Bool {
+    package func anyLeaseHeld() async throws -> Bool {
         for try await held in try await store.client.query(
             "SELECT EXISTS (SELECT 1 FROM psync_triggers WHERE lease_expires > now())", logger: logger
         ).decode(Bool.self) { return held }
@@ -56,7 +56,7 @@ public struct TriggerLedger: Sendable {
     }
 
     /// Moves triggers nobody has run yet to the current end of the event log.
-    public func restart(_ names: [String]) async throws {
+    package func restart(_ names: [String]) async throws {
         try await store.client.query(
             """
             UPDATE psync_triggers SET position = GREATEST(position, (SELECT last_seq FROM psync_sequencer)), updated_at = now()
@@ -66,7 +66,7 @@ public struct TriggerLedger: Sendable {
 
     /// The triggers some instance runs (its lease is current) or is about to run (registered
     /// or released within the last minute): events they match must be recorded.
-    public func activeNames() async throws -> [String] {
+    package func activeNames() async throws -> [String] {
         let rows = try await store.client.query(
             """
             SELECT name FROM psync_triggers
@@ -80,7 +80,7 @@ public struct TriggerLedger: Sendable {
     /// Takes or renews the lease; returns the trigger's position while this holder has it.
     /// `passed`: a position the holder has passed without handling anything there, stored
     /// with the renewal.
-    public func acquireLease(_ name: String, holder: String, duration: Duration, passed: Int64? = nil) async throws -> Int64? {
+    package func acquireLease(_ name: String, holder: String, duration: Duration, passed: Int64? = nil) async throws -> Int64? {
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         let rows = try await store.client.query(
             """
@@ -95,7 +95,7 @@ public struct TriggerLedger: Sendable {
     }
 
     /// Gives the lease up (on shutdown), so another instance takes over at once.
-    public func releaseLease(_ name: String, holder: String) async throws {
+    package func releaseLease(_ name: String, holder: String) async throws {
         try await store.client.query(
             "UPDATE psync_triggers SET lease_holder = NULL, lease_expires = NULL, updated_at = now() WHERE name = \(name) AND lease_holder = \(holder)",
             logger: logger)
@@ -107,7 +107,7 @@ public struct TriggerLedger: Sendable {
     /// started): a transaction whose COMMIT answer was lost may have committed, and the events
     /// it handled must not be handled again. Returns `false` when the lease is no longer held
     /// or the position has moved past `from`.
-    public func advance(
+    package func advance(
         _ name: String, holder: String, to position: Int64, from start: Int64? = nil, on connection: PostgresConnection
     ) async throws -> Bool {
         let rows = try await connection.query(
@@ -123,7 +123,7 @@ public struct TriggerLedger: Sendable {
 
     /// Moves the position forward on its own (past events the trigger does not handle), while
     /// the lease is held. Returns `false` when it is not.
-    public func advance(_ name: String, holder: String, to position: Int64) async throws -> Bool {
+    package func advance(_ name: String, holder: String, to position: Int64) async throws -> Bool {
         try await store.client.withConnection { connection in
             try await advance(name, holder: holder, to: position, on: connection)
         }
@@ -131,7 +131,7 @@ public struct TriggerLedger: Sendable {
 
     /// Records inside a transaction that a concurrent trigger handled an event; `false` if it
     /// already had (the transaction must then do nothing).
-    public func markDone(_ name: String, position: Int64, on connection: PostgresConnection) async throws -> Bool {
+    package func markDone(_ name: String, position: Int64, on connection: PostgresConnection) async throws -> Bool {
         let rows = try await connection.query(
             "INSERT INTO psync_trigger_done (trigger, seq) VALUES (\(name), \(position)) ON CONFLICT DO NOTHING RETURNING 1",
             logger: logger)
@@ -140,13 +140,13 @@ public struct TriggerLedger: Sendable {
     }
 
     /// Forgets done-markers at or below a position the trigger has passed.
-    public func clearDone(_ name: String, through position: Int64) async throws {
+    package func clearDone(_ name: String, through position: Int64) async throws {
         try await store.client.query(
             "DELETE FROM psync_trigger_done WHERE trigger = \(name) AND seq <= \(position)", logger: logger)
     }
 
     /// Records a dead letter inside a transaction (idempotent per trigger and event).
-    public func deadLetter(_ name: String, position: Int64, attempts: Int, error: String, on connection: PostgresConnection) async throws {
+    package func deadLetter(_ name: String, position: Int64, attempts: Int, error: String, on connection: PostgresConnection) async throws {
         try await connection.query(
             """
             INSERT INTO psync_dead_letters (trigger, seq, attempts, error) VALUES (\(name), \(position), \(attempts), \(error))
@@ -155,7 +155,7 @@ public struct TriggerLedger: Sendable {
     }
 
     /// Dead letters, newest first; by default only those not yet retried successfully.
-    public func deadLetters(trigger: String? = nil, includeRetried: Bool = false) async throws -> [DeadLetter] {
+    package func deadLetters(trigger: String? = nil, includeRetried: Bool = false) async throws -> [DeadLetter] {
         let rows = try await store.client.query(
             """
             SELECT id, trigger, seq, attempts, error, created_at, retried_at FROM psync_dead_letters
@@ -171,7 +171,7 @@ public struct TriggerLedger: Sendable {
 
     /// Marks a dead letter retried inside the transaction that handled it again; `false` if it
     /// does not exist or was already retried.
-    public func markRetried(_ id: Int64, on connection: PostgresConnection) async throws -> Bool {
+    package func markRetried(_ id: Int64, on connection: PostgresConnection) async throws -> Bool {
         let rows = try await connection.query(
             "UPDATE psync_dead_letters SET retried_at = now() WHERE id = \(id) AND retried_at IS NULL RETURNING 1", logger: logger)
         for try await _ in rows { return true }
@@ -179,7 +179,7 @@ public struct TriggerLedger: Sendable {
     }
 
     /// Every trigger's position and lease.
-    public func statuses() async throws -> [Status] {
+    package func statuses() async throws -> [Status] {
         let rows = try await store.client.query(
             "SELECT name, position, lease_holder, lease_expires FROM psync_triggers ORDER BY name", logger: logger)
         var result: [Status] = []

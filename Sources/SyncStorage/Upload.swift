@@ -1,16 +1,16 @@
 import SyncProtocol
 
 /// A batch of operations on one partition, applied atomically: all commit or none.
-public struct Upload: Sendable, Hashable {
-    public var partition: Partition
-    public var operations: [SyncOperation]
+package struct Upload: Sendable, Hashable {
+    package var partition: Partition
+    package var operations: [SyncOperation]
     /// Who uploads: a user id, `apikey:<name>` or `trigger:<name>`. Scopes `requestId`.
-    public var principal: String
+    package var principal: String
     /// Makes the upload idempotent per principal: a repeat returns the first outcome and
     /// applies nothing. `nil` for writes that need no such guard.
-    public var requestId: String?
+    package var requestId: String?
 
-    public init(partition: Partition, operations: [SyncOperation], principal: String, requestId: String? = nil) {
+    package init(partition: Partition, operations: [SyncOperation], principal: String, requestId: String? = nil) {
         self.partition = partition
         self.operations = operations
         self.principal = principal
@@ -18,22 +18,22 @@ public struct Upload: Sendable, Hashable {
     }
 
     /// The longest request id accepted, in characters.
-    public static let maximumRequestIDLength = 256
+    package static let maximumRequestIDLength = 256
 }
 
 /// A committed upload.
-public struct UploadResult: Sendable, Hashable {
-    public var partition: Partition
+package struct UploadResult: Sendable, Hashable {
+    package var partition: Partition
     /// The partition version the upload's changes carry.
-    public var version: Int64
+    package var version: Int64
     /// A cursor at which the upload's effects are visible.
-    public var cursor: Cursor
+    package var cursor: Cursor
     /// The objects the upload changed, with their states before and after. Empty for a replay.
-    public var changes: [ObjectChange]
+    package var changes: [ObjectChange]
     /// Whether this is the stored outcome of an earlier upload with the same request id.
-    public var isReplay: Bool
+    package var isReplay: Bool
 
-    public init(partition: Partition, version: Int64, cursor: Cursor, changes: [ObjectChange], isReplay: Bool) {
+    package init(partition: Partition, version: Int64, cursor: Cursor, changes: [ObjectChange], isReplay: Bool) {
         self.partition = partition
         self.version = version
         self.cursor = cursor

@@ -12,8 +12,8 @@ import SyncProtocol
 /// uploads (``ObjectStore/upload(batch:validators:)``). A transaction that fails as a whole
 /// (an internal or transient error) is not allowed to fail its neighbours: each caller's
 /// uploads are then applied again on their own.
-public final class UploadCombiner: Sendable {
-    public typealias Results = [Result<UploadResult, SyncError>]
+package final class UploadCombiner: Sendable {
+    package typealias Results = [Result<UploadResult, SyncError>]
 
     private struct Job: Sendable {
         var uploads: [Upload]
@@ -28,18 +28,18 @@ public final class UploadCombiner: Sendable {
 
     let store: ObjectStore
     /// Transactions applying uploads at once.
-    public let concurrency: Int
+    package let concurrency: Int
     /// The most uploads one transaction takes (a caller's uploads are never split).
-    public let maximumUploads: Int
+    package let maximumUploads: Int
     /// How long a transaction may take before its callers are answered with
     /// ``DeadlineError`` (the database is taken to be unavailable) and the combiner goes on:
     /// after PostgreSQL restarts, a query on a connection that died may never answer. The
     /// work left behind can still commit; the uploads' request ids make the callers' resends
     /// harmless. `nil`: no bound.
-    public let timeout: Duration?
+    package let timeout: Duration?
     private let state = Mutex(State())
 
-    public init(store: ObjectStore, concurrency: Int = 2, maximumUploads: Int = 200, timeout: Duration? = nil) {
+    package init(store: ObjectStore, concurrency: Int = 2, maximumUploads: Int = 200, timeout: Duration? = nil) {
         self.store = store
         self.concurrency = max(1, concurrency)
         self.maximumUploads = max(1, maximumUploads)
@@ -48,7 +48,7 @@ public final class UploadCombiner: Sendable {
 
     /// Applies `uploads` (in order; each validated by `validate`), in a transaction shared
     /// with other callers' uploads when there are some; one result per upload.
-    public func upload(_ uploads: [Upload], validate: ObjectStore.Validator?) async throws -> Results {
+    package func upload(_ uploads: [Upload], validate: ObjectStore.Validator?) async throws -> Results {
         guard !uploads.isEmpty else { return [] }
         return try await withCheckedThrowingContinuation { continuation in
             let start = state.withLock { state -> Bool in

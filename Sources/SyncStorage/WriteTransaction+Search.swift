@@ -5,7 +5,7 @@ extension WriteTransaction {
     /// The live objects of a collection whose field at `path` (a dot-separated path of
     /// object fields) is one of `values` (compared as text), in every partition. Declare an
     /// ``ObjectIndex/field(collection:path:)`` for it, or it scans the collection.
-    public func find(_ collection: String, where path: String, in values: [String]) async throws -> [(partition: Partition, object: SyncObject)] {
+    package func find(_ collection: String, where path: String, in values: [String]) async throws -> [(partition: Partition, object: SyncObject)] {
         try ObjectIndex.checkPath(path)
         // The path is spliced as a literal (it is checked above) so the expression matches a
         // declared index; the values are bound.
@@ -21,14 +21,14 @@ extension WriteTransaction {
     /// The live objects of a collection whose array at `path` holds an element containing
     /// `element` (JSON containment), in every partition. Declare an
     /// ``ObjectIndex/arrayContains(collection:path:)`` for it, or it scans the collection.
-    public func find(_ collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
+    package func find(_ collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
         try await find(collection, whereArray: path, contains: element, bodies: true)
     }
 
     /// Where the objects ``find(_:whereArray:contains:)`` finds are, without reading their
     /// bodies: for a handler that only writes to them (a later ``apply(_:)`` reads each body
     /// once, after its partition is locked).
-    public func keys(of collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, key: ObjectKey)] {
+    package func keys(of collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, key: ObjectKey)] {
         try await find(collection, whereArray: path, contains: element, bodies: false).map { ($0.partition, $0.object.key) }
     }
 
@@ -36,13 +36,13 @@ extension WriteTransaction {
     /// `value` (for an array of objects: `User` whose `conversations` include one with `id`
     /// c), in every partition. Declare an ``ObjectIndex/arrayElements(collection:path:field:)``
     /// for it, or it scans the collection.
-    public func find(_ collection: String, whereArray path: String, field: String, is value: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
+    package func find(_ collection: String, whereArray path: String, field: String, is value: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
         try await find(collection, whereArray: path, field: field, is: value, bodies: true)
     }
 
     /// Where the objects ``find(_:whereArray:field:is:)`` finds are, without reading their
     /// bodies: for a handler that only writes to them.
-    public func keys(of collection: String, whereArray path: String, field: String, is value: JSONValue) async throws -> [(partition: Partition, key: ObjectKey)] {
+    package func keys(of collection: String, whereArray path: String, field: String, is value: JSONValue) async throws -> [(partition: Partition, key: ObjectKey)] {
         try await find(collection, whereArray: path, field: field, is: value, bodies: false).map { ($0.partition, $0.object.key) }
     }
 

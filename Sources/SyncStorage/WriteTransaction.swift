@@ -8,27 +8,27 @@ import SyncProtocol
 /// Each partition written in the transaction is locked and its version bumped once, on the
 /// first write; the lock is held until commit, so versions of a partition commit in order.
 /// Partitions are locked in sorted order when several are written at once.
-public final class WriteTransaction {
+package final class WriteTransaction {
     /// The connection in its open transaction, for hooks that read with SQL.
-    public let connection: PostgresConnection
+    package let connection: PostgresConnection
     /// Who writes: recorded with the changes written from now on. A transaction applying
     /// several principals' uploads sets it before each.
-    public var author: String
+    package var author: String
     /// The trigger depth of the changes written from now on: 0 for clients, one more than the
     /// handled event's for a trigger's writes. A trigger handling several events in one
     /// transaction sets it before each.
-    public var depth: Int
+    package var depth: Int
     let store: ObjectStore
     /// The store's logger.
-    public var logger: Logger { store.logger }
+    package var logger: Logger { store.logger }
 
     /// The version each partition written so far carries in this transaction (in an
     /// optimistic one, 0 until ``commitOptimistically(lockTimeout:)`` locked it).
-    public internal(set) var versions: [Partition: Int64] = [:]
+    package internal(set) var versions: [Partition: Int64] = [:]
     /// The Lamport clock of each locked partition, as its lock raised it.
     private var clocks: [Partition: Int64] = [:]
     /// Every object change written so far, in order.
-    public internal(set) var changes: [(partition: Partition, version: Int64, change: ObjectChange)] = []
+    package internal(set) var changes: [(partition: Partition, version: Int64, change: ObjectChange)] = []
     /// Events to record at commit, in order.
     var events: [PendingEvent] = []
     /// Objects read or written in this transaction (`nil`: not stored), so a key is read from
@@ -36,7 +36,7 @@ public final class WriteTransaction {
     /// keys not stored then too: only a read after the lock sees every commit before ours.
     var known: [ObjectKey: (partition: String, state: DocumentState)?] = [:]
     /// How many object changes this transaction has made so far, written or staged.
-    public var changeCount: Int { changes.count + staged.count }
+    package var changeCount: Int { changes.count + staged.count }
     /// Changes applied by ``stage(_:in:validate:)`` and not written yet, with the trigger
     /// depth they were made at.
     var staged: [Write] = []
@@ -62,13 +62,13 @@ public final class WriteTransaction {
     /// changes; a search is run against the database once per transaction and then answered
     /// with the transaction's own changes laid over it. SQL sent directly on ``connection``
     /// does not see staged changes: call ``writeStaged()`` first.
-    public var defersWrites = false
+    package var defersWrites = false
 
     /// With ``defersWrites``: a new body is checked against the limits and encoded only when
     /// it is written, not each time an operation changes it (a run of trigger events changes
     /// an object many times, and only its last state is written). A body over the limits then
     /// fails the commit instead of the operation.
-    public var defersEncoding = false
+    package var defersEncoding = false
 
     init(connection: PostgresConnection, store: ObjectStore, author: String, depth: Int) {
         self.connection = connection
@@ -80,7 +80,7 @@ public final class WriteTransaction {
     /// Locks the partitions not yet locked in this transaction, in sorted order, and bumps
     /// their versions; returns the version of each.
     @discardableResult
-    public func lock(_ partitions: [Partition]) async throws -> [Partition: Int64] {
+    package func lock(_ partitions: [Partition]) async throws -> [Partition: Int64] {
         try await lockAndLoad(partitions, [])
         return versions.filter { partitions.contains($0.key) }
     }
@@ -92,7 +92,7 @@ public final class WriteTransaction {
     /// With `lockTimeout`, a lock not granted within it fails the transaction (PostgreSQL's
     /// `lock_not_available`, 55P03), which then must be rolled back.
     @discardableResult
-    public func lockAndLoad(
+    package func lockAndLoad(
         _ partitions: [Partition], _ keys: [ObjectKey], lockTimeout: Duration? = nil
     ) async throws -> [ObjectKey: (partition: String, state: DocumentState)] {
         let missing = Set(partitions).subtracting(versions.keys).sorted()
@@ -126,7 +126,7 @@ public final class WriteTransaction {
     /// The stored state and partition of each key; keys never stored are left out. Includes
     /// this transaction's own writes, staged ones too; each key is read from the database once
     /// per transaction (again after its partition is locked).
-    public func load(_ keys: [ObjectKey]) async throws -> [ObjectKey: (partition: String, state: DocumentState)] {
+    package func load(_ keys: [ObjectKey]) async throws -> [ObjectKey: (partition: String, state: DocumentState)] {
         var result: [ObjectKey: (partition: String, state: DocumentState)] = [:]
         var missing: [ObjectKey] = []
         for key in keys {
@@ -164,7 +164,7 @@ public final class WriteTransaction {
     /// many partitions and objects: one to lock them all (in sorted order), one to read every
     /// touched object, one to write every change. Returns the changes per partition.
     @discardableResult
-    public func apply(_ operations: [Partition: [SyncOperation]]) async throws -> [Partition: [ObjectChange]] {
+    package func apply(_ operations: [Partition: [SyncOperation]]) async throws -> [Partition: [ObjectChange]] {
         let partitions = operations.keys.sorted()
         guard !partitions.isEmpty else { return [:] }
         for list in operations.values { try store.limits.check(operationCount: list.count) }
@@ -202,7 +202,7 @@ public final class WriteTransaction {
     /// record of changes and events go back to where they were before it, the error is
     /// rethrown, and the transaction stays usable. Partitions must be locked before (a lock
     /// taken inside a savepoint that is rolled back would be released).
-    public func withSavepoint<Result>(_ body: () async throws -> Result) async throws -> Result {
+    package func withSavepoint<Result>(_ body: () async throws -> Result) async throws -> Result {
         try await writeStaged()
         let (changesBefore, eventsBefore, outcomesBefore, lockedBefore, clocksBefore, knownBefore, touchedBefore, touchLogBefore) =
             (changes.count, events.count, outcomes.count, versions, clocks, known, touched, touchLog.count)
@@ -230,7 +230,7 @@ public final class WriteTransaction {
 
     /// Records an event about a user (registered, deleted) or a user's presence (opened,
     /// closed), delivered to triggers like object changes.
-    public func recordUserEvent(_ kind: ChangeEvent.Kind, _ operation: ChangeEvent.Operation, userID: String, details: [String: JSONValue]? = nil) {
+    package func recordUserEvent(_ kind: ChangeEvent.Kind, _ operation: ChangeEvent.Operation, userID: String, details: [String: JSONValue]? = nil) {
         events.append(PendingEvent(kind: kind, operation: operation, userID: userID, after: details, author: author, depth: depth))
     }
 
@@ -238,7 +238,7 @@ public final class WriteTransaction {
     /// objects they change. `validate` sees the computed changes before they are written
     /// and may throw to refuse them. Returns the changes written.
     @discardableResult
-    public func apply(
+    package func apply(
         _ operations: [SyncOperation],
         in partition: Partition,
         validate: ((_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void)? = nil
@@ -260,7 +260,7 @@ public final class WriteTransaction {
     /// nothing and leaves the database untouched, so no savepoint is needed for it.
     /// `validate` must not write.
     @discardableResult
-    public func stage(
+    package func stage(
         _ operations: [SyncOperation],
         in partition: Partition,
         validate: ((_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void)? = nil
@@ -280,7 +280,7 @@ public final class WriteTransaction {
     }
 
     /// Writes every staged change in one statement.
-    public func writeStaged() async throws {
+    package func writeStaged() async throws {
         let pending = staged
         staged = []
         try await write(pending)

@@ -9,7 +9,7 @@ public struct TestDatabase: Sendable {
     public let logger: Logger
 
     /// An object store on this database.
-    public func store(_ configuration: StorageConfiguration = .init()) -> ObjectStore {
+    package func store(_ configuration: StorageConfiguration = .init()) -> ObjectStore {
         ObjectStore(client: client, configuration: configuration, logger: logger)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PartitionSync
 import ServiceLifecycle
 import SyncServer
 import SyncStorage
@@ -7,10 +8,10 @@ import SyncStorage
 /// A sync server started for a test on a free loopback port, over a test database; several
 /// may share one database to act as instances of one deployment.
 public struct TestServer: Sendable {
-    public let server: SyncServer
+    package let server: SyncServer
     public let port: Int
 
-    public init(server: SyncServer, port: Int) {
+    package init(server: SyncServer, port: Int) {
         self.server = server
         self.port = port
     }
@@ -23,7 +24,7 @@ public struct TestServer: Sendable {
     public static let jwtSecret = "test-secret-for-partition-sync-0123456789"
 
     /// The configuration tests start from: fast password hashing, a shared JWT secret.
-    public static var defaultConfiguration: ServerConfiguration {
+    package static var defaultConfiguration: ServerConfiguration {
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.auth.jwtSecret = jwtSecret
@@ -40,8 +41,26 @@ public struct TestServer: Sendable {
         return permissions
     }
 
-    /// Runs `body` with a server on `database` with these permissions and no triggers.
+    /// Runs `body` with a server of `application` on `database`, on a free loopback port;
+    /// shuts it down gracefully afterwards. The application's triggers run in it.
+    ///
+    /// ```swift
+    /// try await TestDatabase.with { db in
+    ///     try await TestServer.with(database: db, application: .couchChat) { server in
+    ///         let ann = try await server.register("ann@example.com")
+    ///         let client = try await server.connect(token: ann.accessToken)
+    ///         ...
+    ///     }
+    /// }
+    /// ```
     public static func with<Result: Sendable>(
+        database: TestDatabase, application: SyncApplication, _ body: @Sendable (TestServer) async throws -> Result
+    ) async throws -> Result {
+        try await with(database: database.url, application: application, body)
+    }
+
+    /// Runs `body` with a server on `database` with these permissions and no triggers.
+    package static func with<Result: Sendable>(
         database: DatabaseURL,
         permissions: Permissions = defaultPermissions,
         configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
@@ -51,7 +70,7 @@ public struct TestServer: Sendable {
     }
 
     /// Runs `body` with a server of `application` on `database`; shuts it down gracefully afterwards.
-    public static func with<Result: Sendable>(
+    package static func with<Result: Sendable>(
         database: DatabaseURL,
         application: SyncApplication,
         configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },

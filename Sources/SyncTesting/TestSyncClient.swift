@@ -268,3 +268,53 @@ final class ReadGate: Sendable {
         }
     }
 }
+
+extension TestSyncClient {
+    /// Uploads and waits for the answer to this request id (`ack` or `rejected`, or an
+    /// `error` about the partition), skipping other messages.
+    public func upload(_ operations: [SyncOperation], to partition: Partition, requestId: String, timeout: Duration = .seconds(10)) async throws -> ServerMessage {
+        send(.upload(requestId: requestId, partition: partition, operations: operations))
+        return try await next(timeout: timeout) { message in
+            switch message {
+            case .ack(let id, _, _, _), .rejected(let id, _, _, _): return id == requestId
+            case .error(_, let target): return target == partition
+            default: return false
+            }
+        }
+    }
+
+    /// Subscribes to `partition` and returns its copy once it is up to date, or the error the
+    /// server answered instead.
+    public func subscribe(_ partition: Partition, timeout: Duration = .seconds(15)) async throws -> Result<PartitionCopy, SyncError> {
+        send(.subscribe(partition: partition, cursor: nil))
+        var copy = PartitionCopy()
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let remaining = deadline - ContinuousClock.now
+            guard remaining > .zero else { throw TestTimeout(what: "\(partition) to be up to date") }
+            switch try await next(timeout: remaining) {
+            case .changes(let batch) where batch.partition == partition:
+                copy.apply(batch)
+                if batch.upToDate { return .success(copy) }
+            case .error(let error, let target) where target == partition:
+                return .failure(error)
+            default:
+                continue
+            }
+        }
+    }
+}
+
+extension ServerMessage {
+    /// Whether this is an `ack`.
+    public var isAck: Bool {
+        if case .ack = self { return true }
+        return false
+    }
+
+    /// The error code of a `rejected`, or `nil`.
+    public var rejectionCode: SyncError.Code? {
+        if case .rejected(_, _, let error, _) = self { return error.code }
+        return nil
+    }
+}

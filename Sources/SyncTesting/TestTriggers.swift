@@ -1,5 +1,6 @@
 import CoreMetrics
 import Logging
+import PartitionSync
 import ServiceLifecycle
 import SyncStorage
 import SyncTriggers
@@ -9,16 +10,15 @@ import SyncTriggers
 ///
 /// ```swift
 /// try await TestDatabase.with { db in
-///     let store = db.store()
-///     try await TestTriggers.running(store, [myTrigger]) {
-///         try await store.upload(Upload(partition: room, operations: [...], principal: "alice"))
-///         #expect(try await TestTriggers.eventually { try await store.body(of: counter)?["n"] == 1 })
+///     try await TestTriggers.running(db, [myTrigger]) {
+///         try await db.apply([...], in: room, as: .user("alice"))
+///         #expect(try await TestTriggers.eventually { try await db.body(of: counter)?["n"] == 1 })
 ///     }
 /// }
 /// ```
 public enum TestTriggers {
     /// Short leases and polls, so tests of takeover and retries are quick.
-    public static var fastConfiguration: TriggerConfiguration {
+    package static var fastConfiguration: TriggerConfiguration {
         var configuration = TriggerConfiguration()
         configuration.leaseDuration = .seconds(2)
         configuration.leaseRenewal = .milliseconds(200)
@@ -27,7 +27,7 @@ public enum TestTriggers {
     }
 
     /// A trigger service for `store`, as one server instance named `instance` runs it.
-    public static func service(
+    package static func service(
         _ store: ObjectStore, _ triggers: [Trigger], instance: String = "test", configuration: TriggerConfiguration = fastConfiguration
     ) -> TriggerService {
         TriggerService(
@@ -35,15 +35,23 @@ public enum TestTriggers {
             metricsFactory: NOOPMetricsHandler.instance, logger: TestPostgres.makeLogger("psync.test.triggers"))
     }
 
-    /// Runs `body` while `triggers` run on `store`; stops them afterwards.
+    /// Runs `body` while `triggers` run on the database, as a server instance would run them
+    /// (with short leases and polls); stops them afterwards.
     public static func running<Result: Sendable>(
+        _ database: TestDatabase, _ triggers: [Trigger], _ body: @Sendable () async throws -> Result
+    ) async throws -> Result {
+        try await running(database.store(), triggers, body)
+    }
+
+    /// Runs `body` while `triggers` run on `store`; stops them afterwards.
+    package static func running<Result: Sendable>(
         _ store: ObjectStore, _ triggers: [Trigger], _ body: @Sendable () async throws -> Result
     ) async throws -> Result {
         try await running([service(store, triggers)], body)
     }
 
     /// Runs `body` while the services run (several: several instances); stops them gracefully afterwards.
-    public static func running<Result: Sendable>(_ services: [TriggerService], _ body: @Sendable () async throws -> Result) async throws -> Result {
+    package static func running<Result: Sendable>(_ services: [TriggerService], _ body: @Sendable () async throws -> Result) async throws -> Result {
         let group = ServiceGroup(services: services, gracefulShutdownSignals: [], logger: TestPostgres.makeLogger("psync.test.triggers"))
         return try await withThrowingTaskGroup(of: Result?.self) { tasks in
             tasks.addTask {

@@ -1,23 +1,24 @@
 import Foundation
 import Logging
+import PartitionSync
 import SyncStorage
 
 /// Inspects triggers and replays dead letters: behind `psync triggers …` and the admin HTTP
 /// endpoints.
-public struct TriggerAdmin: Sendable {
+package struct TriggerAdmin: Sendable {
     /// A trigger's progress against the event log.
-    public struct Report: Sendable, Hashable {
-        public var name: String
-        public var position: Int64
+    package struct Report: Sendable, Hashable {
+        package var name: String
+        package var position: Int64
         /// Events numbered but not yet passed by the trigger.
-        public var lag: Int64
+        package var lag: Int64
         /// The instance holding the lease now; `nil` when nobody runs the trigger.
-        public var leaseHolder: String?
-        public var deadLetters: Int
+        package var leaseHolder: String?
+        package var deadLetters: Int
 
         /// What is wrong, as `psync triggers list` shows it: `no_lease` (nobody runs it) and
         /// `behind` (more than `maximumLag` events behind).
-        public func problems(maximumLag: Int64) -> [String] {
+        package func problems(maximumLag: Int64) -> [String] {
             var problems: [String] = []
             if leaseHolder == nil { problems.append(TriggerHealth.Problem.noLease.rawValue) }
             if lag > maximumLag { problems.append(TriggerHealth.Problem.behind.rawValue) }
@@ -29,7 +30,7 @@ public struct TriggerAdmin: Sendable {
     let triggers: [Trigger]
     let logger: Logger
 
-    public init(store: ObjectStore, triggers: [Trigger], logger: Logger) {
+    package init(store: ObjectStore, triggers: [Trigger], logger: Logger) {
         self.store = store
         self.triggers = triggers
         self.logger = logger
@@ -38,7 +39,7 @@ public struct TriggerAdmin: Sendable {
     var ledger: TriggerLedger { TriggerLedger(store: store) }
 
     /// Every known trigger's position, lag, lease holder and open dead letters.
-    public func reports() async throws -> [Report] {
+    package func reports() async throws -> [Report] {
         let head = try await EventLog(store: store).head()
         let letters = try await ledger.deadLetters()
         return try await ledger.statuses().map { status in
@@ -50,14 +51,14 @@ public struct TriggerAdmin: Sendable {
     }
 
     /// Dead letters not yet replayed, newest first.
-    public func deadLetters(trigger: String? = nil) async throws -> [TriggerLedger.DeadLetter] {
+    package func deadLetters(trigger: String? = nil) async throws -> [TriggerLedger.DeadLetter] {
         try await ledger.deadLetters(trigger: trigger)
     }
 
     /// Replays a dead letter through its trigger's handler, once: the handler's writes and
     /// the dead letter's `retried` mark commit together. A handler that fails again leaves the
     /// dead letter open with the new error, and the error is thrown.
-    public func retry(_ id: Int64) async throws {
+    package func retry(_ id: Int64) async throws {
         guard let letter = try await ledger.deadLetters(includeRetried: true).first(where: { $0.id == id }), letter.retried == nil else {
             throw TriggerError(.notFound, "no open dead letter \(id)")
         }

@@ -1,38 +1,40 @@
+import PartitionSync
+
 /// Settings of trigger processing.
-public struct TriggerConfiguration: Sendable, Hashable {
+package struct TriggerConfiguration: Sendable, Hashable {
     /// Events deeper than this (a trigger's write firing a trigger firing a trigger …) are not
     /// handled but dead-lettered with `trigger_depth_exceeded`. Default 8.
-    public var maximumDepth: Int = 8
+    package var maximumDepth: Int = 8
     /// How long a trigger's lease lasts without renewal: an instance that dies is replaced
     /// after at most this. Default 5 seconds.
-    public var leaseDuration: Duration = .seconds(5)
+    package var leaseDuration: Duration = .seconds(5)
     /// How often the lease holder renews, and how often others try to take it. Default 1 second.
-    public var leaseRenewal: Duration = .seconds(1)
+    package var leaseRenewal: Duration = .seconds(1)
     /// Events read per batch. Default 100.
-    public var batchSize: Int = 100
+    package var batchSize: Int = 100
     /// Events an ordered trigger handles in one transaction, in order, with one commit for all
     /// (a failure rolls the transaction back and the events are handled again one by one, each
     /// with its retries). Default 50; 1 commits every event on its own. A trigger with a run
     /// handler takes every event of a read (``batchSize``) in one transaction.
-    public var eventsPerTransaction: Int = 50
+    package var eventsPerTransaction: Int = 50
     /// An ordered trigger's transaction also ends, before `eventsPerTransaction`, after the
     /// event that brings it to this many object changes: a run whose events each change many
     /// (large) objects does not hold them all in memory at once. Default 2,000.
-    public var changesPerTransaction: Int = 2_000
+    package var changesPerTransaction: Int = 2_000
     /// How long to wait for new events before looking again without a notification. Default 1 second.
-    public var pollInterval: Duration = .seconds(1)
+    package var pollInterval: Duration = .seconds(1)
     /// How long the sequencer lets commits gather after it is woken, before it numbers them:
     /// under load one pass numbers the events of many commits. Default 10 ms.
-    public var sequencingDelay: Duration = .milliseconds(10)
+    package var sequencingDelay: Duration = .milliseconds(10)
     /// The longest a trigger's loop waits for one step: taking or renewing its lease, reading
     /// events, one handling transaction (the handler included), a dead letter. A step that
     /// takes longer (a connection that died mid-transaction, a pool that does not answer) is
     /// abandoned, logged and, for a handler, counted as a failed attempt; the loop goes on
     /// from the stored position. Default 60 seconds.
-    public var operationTimeout: Duration = .seconds(60)
+    package var operationTimeout: Duration = .seconds(60)
     /// A trigger more events behind the log than this is reported unhealthy
     /// (`/health/triggers`, `psync triggers list`). Default 10,000.
-    public var maximumLag: Int64 = 10_000
+    package var maximumLag: Int64 = 10_000
 
-    public init() {}
+    package init() {}
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PartitionSync
 import Synchronization
 
 /// What the trigger watchdog last found, per trigger: its lag behind the event log, its
@@ -7,9 +8,9 @@ import Synchronization
 /// The watchdog reads the ledger on its own schedule, apart from the triggers' loops, so a
 /// loop that hangs or died still shows: its lag grows, its lease expires, its loop stops
 /// beating.
-public final class TriggerHealth: Sendable {
+package final class TriggerHealth: Sendable {
     /// What can be wrong with a trigger.
-    public enum Problem: String, Sendable, Hashable {
+    package enum Problem: String, Sendable, Hashable {
         /// This instance's loop of the trigger has not moved for longer than twice
         /// ``TriggerConfiguration/operationTimeout``.
         case stuck
@@ -23,12 +24,12 @@ public final class TriggerHealth: Sendable {
     }
 
     /// One trigger's state.
-    public struct Report: Sendable, Hashable {
-        public var name: String
+    package struct Report: Sendable, Hashable {
+        package var name: String
         /// Events numbered but not yet passed, as stored.
-        public var lag: Int64
-        public var leaseHolder: String?
-        public var problems: [Problem]
+        package var lag: Int64
+        package var leaseHolder: String?
+        package var problems: [Problem]
     }
 
     private struct State {
@@ -72,7 +73,7 @@ public final class TriggerHealth: Sendable {
     }
 
     /// Every trigger of this instance, with its problems.
-    public var reports: [Report] {
+    package var reports: [Report] {
         let now = ContinuousClock.now
         let state = self.state.withLock { $0 }
         let stall = configuration.operationTimeout * 2
@@ -90,5 +91,5 @@ public final class TriggerHealth: Sendable {
     }
 
     /// Whether no trigger has a problem.
-    public var isHealthy: Bool { reports.allSatisfy(\.problems.isEmpty) }
+    package var isHealthy: Bool { reports.allSatisfy(\.problems.isEmpty) }
 }

@@ -1,4 +1,5 @@
 import CoreMetrics
+import PartitionSync
 import Synchronization
 
 /// Per-trigger metrics: events handled, failed attempts, dead letters, how far behind the

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import Logging
+import PartitionSync
 import ServiceLifecycle
 import Synchronization
 import SyncProtocol
@@ -14,8 +15,8 @@ import SyncStorage
 /// another instance takes over at most ``TriggerConfiguration/leaseDuration`` after it stops.
 /// Each handling transaction checks the lease before it commits, so an instance that lost its
 /// lease cannot commit an event twice.
-public final class TriggerService: Service, Sendable {
-    public let triggers: [Trigger]
+package final class TriggerService: Service, Sendable {
+    package let triggers: [Trigger]
     let store: ObjectStore
     let configuration: TriggerConfiguration
     let instance: String
@@ -26,12 +27,12 @@ public final class TriggerService: Service, Sendable {
     /// The last position this instance's sequencer numbered.
     let sequencedHere = Mutex<Int64>(0)
     /// What the watchdog last found (`/health/triggers`).
-    public let health: TriggerHealth
+    package let health: TriggerHealth
 
     /// - Parameters:
     ///   - instance: this server instance's name, recorded as the lease holder.
     ///   - metricsFactory: where per-trigger lag and failures are reported.
-    public init(
+    package init(
         store: ObjectStore, triggers: [Trigger], configuration: TriggerConfiguration = .init(), instance: String,
         metricsFactory: any MetricsFactory, logger: Logger
     ) {
@@ -53,7 +54,7 @@ public final class TriggerService: Service, Sendable {
 
     /// A notification arrived: `events` (new events were committed) or `seq:<n>` (events were
     /// numbered).
-    public func notified(_ payload: String) {
+    package func notified(_ payload: String) {
         if payload == "events" {
             sequencerSignal.signal()
         } else if payload.hasPrefix("seq:") {
@@ -64,7 +65,7 @@ public final class TriggerService: Service, Sendable {
         }
     }
 
-    public func run() async throws {
+    package func run() async throws {
         // Commits of this process that recorded events wake the sequencer at once; other
         // instances' commits arrive as `events` notifications.
         store.observeCommits { [sequencerSignal] commit in
@@ -85,7 +86,7 @@ public final class TriggerService: Service, Sendable {
     // MARK: Which events are recorded
 
     /// The events this instance's triggers handle.
-    public var interest: EventInterest {
+    package var interest: EventInterest {
         let triggers = self.triggers
         return .matching { event in triggers.contains { $0.matches(event) } }
     }

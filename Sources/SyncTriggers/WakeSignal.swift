@@ -1,3 +1,4 @@
+import PartitionSync
 import Synchronization
 
 /// Wakes one waiting task, or the next one to wait; a wait gives up after a timeout. (An

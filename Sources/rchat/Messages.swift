@@ -53,7 +53,7 @@ struct Read: AsyncParsableCommand {
         for message in messages { print(Self.line(for: message)) }
         if conversation.unreadCount != 0 {
             try await session.client.write(
-                [.set(try ObjectKey(collection: User.collection, id: id), path: try Path(parsing: "conversations[id=\(conversation.id)].unreadCount"), value: 0)],
+                [.set(try ObjectKey(collection: User.collection, id: id), path: try Path.field("conversations").element(where: "id", is: conversation.id).field("unreadCount"), value: 0)],
                 in: RChatPartitions.user(id))
         }
         await session.finish()

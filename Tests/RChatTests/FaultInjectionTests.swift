@@ -1,5 +1,6 @@
 import EmbeddedPostgres
 import Foundation
+import PartitionSync
 import RChat
 import Synchronization
 import SyncProtocol

@@ -1,4 +1,5 @@
 import Foundation
+import PartitionSync
 import RChat
 import Synchronization
 import SyncStorage

@@ -1,4 +1,5 @@
 import Foundation
+import PartitionSync
 import RChat
 import SyncProtocol
 import SyncServer
@@ -165,27 +166,4 @@ enum TriggerAdminProbe {
     }
 }
 
-extension ServerMessage {
-    var isAck: Bool {
-        if case .ack = self { return true }
-        return false
-    }
 
-    var rejectionCode: SyncError.Code? {
-        if case .rejected(_, _, let error, _) = self { return error.code }
-        return nil
-    }
-}
-
-extension TestSyncClient {
-    func upload(_ operations: [SyncOperation], to partition: Partition, requestId: String) async throws -> ServerMessage {
-        send(.upload(requestId: requestId, partition: partition, operations: operations))
-        return try await next { message in
-            switch message {
-            case .ack(let id, _, _, _), .rejected(let id, _, _, _): return id == requestId
-            case .error(_, let target): return target == partition
-            default: return false
-            }
-        }
-    }
-}

@@ -1,4 +1,5 @@
 import Foundation
+import PartitionSync
 import RChat
 import SyncProtocol
 import SyncServer

@@ -1,4 +1,5 @@
 import Foundation
+import PartitionSync
 import SyncClient
 import SyncProtocol
 import SyncServer

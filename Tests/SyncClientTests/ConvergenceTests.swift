@@ -1,6 +1,7 @@
 import Foundation
-import Synchronization
+import PartitionSync
 import SyncClient
+import Synchronization
 import SyncProtocol
 import SyncServer
 import SyncStorage

@@ -1,3 +1,4 @@
+import PartitionSync
 import SyncServer
 import SyncTesting
 

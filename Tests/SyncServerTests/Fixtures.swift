@@ -1,3 +1,4 @@
+import PartitionSync
 import SyncProtocol
 import SyncServer
 import SyncStorage
@@ -55,16 +56,3 @@ enum TestRules {
     }
 }
 
-extension TestSyncClient {
-    /// Uploads and waits for the answer to this request id, skipping other messages.
-    func upload(_ operations: [SyncOperation], to partition: Partition, requestId: String, timeout: Duration = .seconds(10)) async throws -> ServerMessage {
-        send(.upload(requestId: requestId, partition: partition, operations: operations))
-        return try await next(timeout: timeout) { message in
-            switch message {
-            case .ack(let id, _, _, _), .rejected(let id, _, _, _): return id == requestId
-            case .error(_, let target): return target == partition
-            default: return false
-            }
-        }
-    }
-}

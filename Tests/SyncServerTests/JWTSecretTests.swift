@@ -1,4 +1,5 @@
 import Foundation
+import PartitionSync
 import SyncServer
 import SyncTesting
 import Testing

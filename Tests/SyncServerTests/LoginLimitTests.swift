@@ -1,6 +1,8 @@
 import Foundation
+import PartitionSync
 import SyncProtocol
 import SyncStorage
+
 @testable import SyncServer
 import SyncTesting
 import Testing

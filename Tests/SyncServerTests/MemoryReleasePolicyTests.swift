@@ -1,3 +1,5 @@
+import PartitionSync
+
 @testable import SyncServer
 import Testing
 

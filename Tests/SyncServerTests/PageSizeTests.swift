@@ -1,3 +1,4 @@
+import PartitionSync
 import SyncProtocol
 import SyncServer
 import SyncStorage

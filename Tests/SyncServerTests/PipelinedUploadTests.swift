@@ -1,3 +1,4 @@
+import PartitionSync
 import PostgresNIO
 import SyncProtocol
 import SyncServer

@@ -1,4 +1,5 @@
 import NIOCore
+import PartitionSync
 import SyncProtocol
 import SyncServer
 import SyncStorage
@@ -286,9 +287,3 @@ struct ProtocolTests {
     }
 }
 
-extension ServerMessage {
-    var isAck: Bool {
-        if case .ack = self { return true }
-        return false
-    }
-}

@@ -1,4 +1,5 @@
 import Foundation
+import PartitionSync
 import SyncProtocol
 import SyncServer
 import SyncStorage

@@ -1,3 +1,4 @@
+import PartitionSync
 import Synchronization
 import SyncProtocol
 import SyncTesting

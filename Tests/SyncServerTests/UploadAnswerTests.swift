@@ -1,4 +1,6 @@
 import Foundation
+import PartitionSync
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -40,7 +40,7 @@ public struct Trigger: Sendable {
             self.maximumBackoff = maximumBackoff
         }
 
-        func backoff(afterAttempt attempt: Int) -> Duration {
+        package func backoff(afterAttempt attempt: Int) -> Duration {
             let factor = 1 << min(attempt - 1, 20)
             return min(initialBackoff * factor, maximumBackoff)
         }
@@ -125,76 +125,12 @@ public struct Trigger: Sendable {
     }
 
     /// The part of ``matches(_:)`` the event log applies when reading (all but the predicate).
-    var filter: EventLog.Filter {
+    package var filter: EventLog.Filter {
         EventLog.Filter(kinds: kinds, collections: collections, operations: operations)
     }
 
     /// Whether the trigger handles the event.
     public func matches(_ event: ChangeEvent) -> Bool {
         filter.passes(event) && (predicate?(event) ?? true)
-    }
-}
-
-/// What a handler works with: the event's transaction, with system privileges (no permission
-/// rules apply), and a logger. The transaction defers its writes
-/// (``WriteTransaction/defersWrites``): what a handler applies is computed at once, seen by
-/// its reads and searches, and written together with the rest of the run before the commit.
-public struct TriggerContext {
-    /// The transaction the handler's writes commit in, together with the trigger's progress.
-    public let transaction: WriteTransaction
-    public let logger: Logger
-    /// The trigger's name.
-    public let trigger: String
-
-    /// The body of the live object under `key`, or `nil`; reads see this transaction's own writes.
-    public func body(of key: ObjectKey) async throws -> [String: JSONValue]? {
-        try await transaction.load([key])[key]?.state.body
-    }
-
-    /// The bodies of the live objects among `keys`, read in one round trip; reads see this
-    /// transaction's own writes.
-    public func bodies(of keys: [ObjectKey]) async throws -> [ObjectKey: [String: JSONValue]] {
-        try await transaction.load(keys).compactMapValues(\.state.body)
-    }
-
-    /// Applies operations to one partition, as a client upload would (without the permission
-    /// rules). Returns the changes made.
-    @discardableResult
-    public func apply(_ operations: [SyncOperation], in partition: Partition) async throws -> [ObjectChange] {
-        try await transaction.apply(operations, in: partition)
-    }
-
-    /// Applies operations to several partitions with a constant number of statements.
-    @discardableResult
-    public func apply(_ operations: [Partition: [SyncOperation]]) async throws -> [Partition: [ObjectChange]] {
-        try await transaction.apply(operations)
-    }
-
-    /// Live objects of a collection whose field at `path` is one of `values`.
-    public func find(_ collection: String, where path: String, in values: [String]) async throws -> [(partition: Partition, object: SyncObject)] {
-        try await transaction.find(collection, where: path, in: values)
-    }
-
-    /// Live objects of a collection whose array at `path` has an element whose `field` is
-    /// `value` (index: ``ObjectIndex/arrayElements(collection:path:field:)``).
-    public func find(_ collection: String, whereArray path: String, field: String, is value: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
-        try await transaction.find(collection, whereArray: path, field: field, is: value)
-    }
-
-    /// Where the objects ``find(_:whereArray:field:is:)`` finds are, without their bodies: for a
-    /// handler that only writes to them.
-    public func keys(of collection: String, whereArray path: String, field: String, is value: JSONValue) async throws -> [(partition: Partition, key: ObjectKey)] {
-        try await transaction.keys(of: collection, whereArray: path, field: field, is: value)
-    }
-
-    /// Live objects of a collection whose array at `path` holds an element containing `element`.
-    public func find(_ collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
-        try await transaction.find(collection, whereArray: path, contains: element)
-    }
-
-    /// Where the objects ``find(_:whereArray:contains:)`` finds are, without their bodies: for
-    /// a handler that only writes to them.
-    public func keys(of collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, key: ObjectKey)] {
-        try await transaction.keys(of: collection, whereArray: path, contains: element)
     }
 }

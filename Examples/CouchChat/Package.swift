@@ -1,0 +1,33 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+// CouchChat, the Couchbase Sync Gateway demo, as an application of PartitionSync: its own
+// package, built only on PartitionSync's public API (docs/APPS.md).
+let package = Package(
+    name: "CouchChat",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "CouchChat", targets: ["CouchChat"]),
+        .executable(name: "couchchat-server", targets: ["couchchat-server"]),
+    ],
+    dependencies: [
+        // In your own package: .package(url: "https://github.com/<you>/PartitionSync.git", from: "<version>")
+        .package(name: "PartitionSync", path: "../.."),
+    ],
+    targets: [
+        // The model, rules, validator, triggers and indexes.
+        .target(
+            name: "CouchChat",
+            dependencies: [.product(name: "PartitionSync", package: "PartitionSync")]
+        ),
+        // The server: `PartitionSyncCommand` serving CouchChat.
+        .executableTarget(
+            name: "couchchat-server",
+            dependencies: ["CouchChat", .product(name: "PartitionSyncServer", package: "PartitionSync")]
+        ),
+        .testTarget(
+            name: "CouchChatTests",
+            dependencies: ["CouchChat", .product(name: "SyncTesting", package: "PartitionSync")]
+        ),
+    ]
+)

@@ -1,0 +1,111 @@
+import PartitionSync
+
+/// The sync function's validation and routing, run on every change of an upload in its
+/// transaction (so reads see the upload's earlier writes); a refusal is `validation_failed`
+/// with the reason, and nothing of the upload is written.
+///
+/// Routing: `profiles=all` holds profiles, `room=R` the room R and its chats, and nothing
+/// else goes anywhere; every document's `type` is its collection and it decodes as its model.
+///
+/// The seed's three rules:
+/// - a profile's id is `profile:<the writer's email>`: only its owner writes it;
+/// - a room lists its creator as its only owner when it is created, and only an owner may
+///   change it: its title, its owners (an owner adds only people already in the room) and its
+///   members (an owner may remove members; only the friend bot adds them, from
+///   `pendingMembers`);
+/// - a chat's `author` is the writer: nobody signs as someone else, or edits another's chat;
+///   its `channel_id` is its room, which must exist and admit the writer.
+struct CouchChatValidator: WriteValidator {
+    /// The most owners, members or pending members a room lists.
+    static let maximumPeople = 1_000
+    /// The longest room title, in characters.
+    static let maximumTitleLength = 200
+
+    func validate(_ change: ObjectChange, in partition: Partition, by principal: Principal, context: ValidationContext) async throws {
+        guard let name = try await CouchChat.name(of: principal, context: context) else {
+            throw refusal("only users write CouchChat documents")
+        }
+        switch (partition.key, change.key.collection) {
+        case ("profiles", Profile.collection):
+            try checkProfile(change, writer: name)
+        case ("room", Room.collection):
+            try checkRoom(change, in: partition, writer: name)
+        case ("room", Chat.collection):
+            try await checkChat(change, in: partition, writer: name, context: context)
+        default:
+            throw refusal("a \(partition.key) partition holds no \(change.key.collection) documents")
+        }
+    }
+
+    private func checkProfile(_ change: ObjectChange, writer: String) throws {
+        guard change.key.id == Profile.id(of: writer) else {
+            throw refusal("you can only write your own profile, \(Profile.id(of: writer))")
+        }
+        guard let profile = try decode(Profile.self, change.after.body, change.key) else { return }
+        guard profile.email.lowercased() == writer else { throw refusal("a profile's email is its owner's") }
+    }
+
+    private func checkRoom(_ change: ObjectChange, in partition: Partition, writer: String) throws {
+        guard change.key.id == partition.value else { throw refusal("room \(change.key.id) lives in room=\(change.key.id)") }
+        let before = try decode(Room.self, change.before.body, change.key)
+        let after = try decode(Room.self, change.after.body, change.key)
+        if let before, !before.owners.contains(writer) {
+            throw refusal("only an owner may change or delete a room")
+        }
+        guard let after else { return }
+        guard after.channel_id == after._id else { throw refusal("a room's channel_id is its id") }
+        guard !after.title.isEmpty, after.title.count <= Self.maximumTitleLength else {
+            throw refusal("a room's title has 1 to \(Self.maximumTitleLength) characters")
+        }
+        for list in [after.owners, after.members ?? [], after.pendingMembers ?? []] {
+            guard list.count <= Self.maximumPeople, list.allSatisfy(Self.isName) else {
+                throw refusal("owners, members and pending members are at most \(Self.maximumPeople) lowercase email addresses")
+            }
+        }
+        guard let before else {
+            guard after.owners == [writer], (after.members ?? []).isEmpty, (after.declinedInvitations ?? []).isEmpty else {
+                throw refusal("a new room has its creator as its only owner, and no members yet (invite them in pendingMembers)")
+            }
+            return
+        }
+        guard !after.owners.isEmpty, Set(after.owners).isSubset(of: before.everyone) else {
+            throw refusal("a room keeps an owner, and an owner adds as owners only people already in the room")
+        }
+        guard Set(after.members ?? []).isSubset(of: Set(before.members ?? [])) else {
+            throw refusal("members join through pendingMembers, by their profile's consent; an owner may only remove members")
+        }
+        guard Set(after.declinedInvitations ?? []).isSubset(of: Set(before.declinedInvitations ?? [])) else {
+            throw refusal("declined invitations are recorded by the server; an owner may only clear them")
+        }
+    }
+
+    private func checkChat(_ change: ObjectChange, in partition: Partition, writer: String, context: ValidationContext) async throws {
+        if let before = try decode(Chat.self, change.before.body, change.key), before.author != writer {
+            throw refusal("only the author of a chat may change or delete it")
+        }
+        guard let chat = try decode(Chat.self, change.after.body, change.key) else { return }
+        guard chat.author == writer else { throw refusal("a chat's author is its writer, \(writer)") }
+        guard chat.channel_id == partition.value else { throw refusal("a chat's channel_id is the room it is in, \(partition.value)") }
+        guard let room = try await context.object(Room.self, id: partition.value), room.admits(writer) else {
+            throw refusal("a chat goes into a room that exists and admits you")
+        }
+    }
+
+    /// The model in a body; a body that is not one (or whose `type` is not its collection) is refused.
+    private func decode<Model: SyncModel>(_ type: Model.Type, _ body: [String: JSONValue]?, _ key: ObjectKey) throws -> Model? {
+        guard let body else { return nil }
+        guard body["type"] == .string(Model.collection) else { throw refusal("a \(Model.collection) document has type \"\(Model.collection)\"") }
+        guard let model = try? Model.decode(body, of: key) else { throw refusal("\(key) is not a valid \(Model.collection) document") }
+        return model
+    }
+
+    /// A user's name: an email address, lowercased.
+    static func isName(_ text: String) -> Bool {
+        text.count <= 254 && text == text.lowercased() && text.split(separator: "@", omittingEmptySubsequences: false).count == 2
+            && !text.hasPrefix("@") && !text.hasSuffix("@")
+    }
+
+    private func refusal(_ reason: String) -> SyncError {
+        SyncError(.validationFailed, reason)
+    }
+}

@@ -1,0 +1,19 @@
+import SyncProtocol
+
+/// Checks each object change of an upload inside its transaction, before it is written;
+/// throw `SyncError(.validationFailed, message)` to refuse the whole upload (the way a
+/// Couchbase sync function throws `forbidden`). Principals of kind `system` (the server's own
+/// triggers) are not validated.
+///
+/// ```swift
+/// struct AuthorValidator: WriteValidator {
+///     func validate(_ change: ObjectChange, in partition: Partition, by principal: Principal, context: ValidationContext) async throws {
+///         guard let email = try await context.email(of: principal), change.after.body?["author"] == .string(email) else {
+///             throw SyncError(.validationFailed, "a message's author is its writer")
+///         }
+///     }
+/// }
+/// ```
+public protocol WriteValidator: Sendable {
+    func validate(_ change: ObjectChange, in partition: Partition, by principal: Principal, context: ValidationContext) async throws
+}

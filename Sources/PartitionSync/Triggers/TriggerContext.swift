@@ -1,0 +1,100 @@
+import Logging
+import SyncProtocol
+import SyncStorage
+
+/// What a handler works with: the event's transaction, with system privileges (no permission
+/// rules apply), and a logger. It reads (``ObjectReading``: raw bodies, ``SyncModel`` types,
+/// accounts), searches by declared indexes (``ObjectIndex``) and applies operations; its
+/// writes commit together with the trigger's progress.
+///
+/// The transaction defers its writes: what a handler applies is computed at once, seen by its
+/// reads and searches, and written together with the rest of the run before the commit.
+///
+/// ```swift
+/// let room = try await context.object(Room.self, id: roomID)
+/// try await context.update(Room.self, id: roomID, in: partition) { room in room.members.append(email) }
+/// ```
+public struct TriggerContext: ObjectReading {
+    /// The transaction the handler's writes commit in, together with the trigger's progress.
+    package let transaction: WriteTransaction
+    public let logger: Logger
+    /// The trigger's name.
+    public let trigger: String
+
+    package init(transaction: WriteTransaction, logger: Logger, trigger: String) {
+        self.transaction = transaction
+        self.logger = logger
+        self.trigger = trigger
+    }
+
+    // MARK: Reading
+
+    /// The bodies of the live objects among `keys`, read in one round trip; reads see this
+    /// transaction's own writes.
+    public func bodies(of keys: [ObjectKey]) async throws -> [ObjectKey: [String: JSONValue]] {
+        try await transaction.load(keys).compactMapValues(\.state.body)
+    }
+
+    public func email(ofUser userID: String) async throws -> String? {
+        try await AccountStore.email(of: userID, on: transaction.connection, logger: logger)
+    }
+
+    public func userID(ofEmail email: String) async throws -> String? {
+        try await AccountStore.userID(ofEmail: email, on: transaction.connection, logger: logger)
+    }
+
+    /// The number of open WebSocket sessions of a user on every instance, read under the
+    /// user's presence lock: a session opening after this read commits its `session opened`
+    /// event after this transaction, so a trigger that sets up what a presence trigger needs
+    /// (a user record) cannot miss it.
+    public func openSessions(of userID: String) async throws -> Int {
+        try await PresenceLedger.openSessions(of: userID, on: transaction.connection, logger: logger)
+    }
+
+    // MARK: Writing
+
+    /// Applies operations to one partition, as a client upload would (without the permission
+    /// rules). Returns the changes made.
+    @discardableResult
+    public func apply(_ operations: [SyncOperation], in partition: Partition) async throws -> [ObjectChange] {
+        try await transaction.apply(operations, in: partition)
+    }
+
+    /// Applies operations to several partitions with a constant number of statements.
+    @discardableResult
+    public func apply(_ operations: [Partition: [SyncOperation]]) async throws -> [Partition: [ObjectChange]] {
+        try await transaction.apply(operations)
+    }
+
+    // MARK: Searching (by declared indexes)
+
+    /// Live objects of a collection whose field at `path` is one of `values`
+    /// (index: ``ObjectIndex/field(collection:path:)``).
+    public func find(_ collection: String, where path: String, in values: [String]) async throws -> [(partition: Partition, object: SyncObject)] {
+        try await transaction.find(collection, where: path, in: values)
+    }
+
+    /// Live objects of a collection whose array at `path` has an element whose `field` is
+    /// `value` (index: ``ObjectIndex/arrayElements(collection:path:field:)``).
+    public func find(_ collection: String, whereArray path: String, field: String, is value: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
+        try await transaction.find(collection, whereArray: path, field: field, is: value)
+    }
+
+    /// Where the objects ``find(_:whereArray:field:is:)`` finds are, without their bodies: for a
+    /// handler that only writes to them.
+    public func keys(of collection: String, whereArray path: String, field: String, is value: JSONValue) async throws -> [(partition: Partition, key: ObjectKey)] {
+        try await transaction.keys(of: collection, whereArray: path, field: field, is: value)
+    }
+
+    /// Live objects of a collection whose array at `path` holds an element containing `element`
+    /// (index: ``ObjectIndex/arrayContains(collection:path:)``).
+    public func find(_ collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
+        try await transaction.find(collection, whereArray: path, contains: element)
+    }
+
+    /// Where the objects ``find(_:whereArray:contains:)`` finds are, without their bodies: for
+    /// a handler that only writes to them.
+    public func keys(of collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, key: ObjectKey)] {
+        try await transaction.keys(of: collection, whereArray: path, contains: element)
+    }
+}
