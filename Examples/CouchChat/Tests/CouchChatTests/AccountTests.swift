@@ -21,7 +21,7 @@ struct AccountTests {
             #expect(try await bob.createRoom("alone", title: "Alone").isAck)
             _ = try await app.room("shared") { $0.members == [bob.email] }
             _ = try await app.room("bobs") { $0.members == [carol.email] }
-            #expect(try await app.db.object(RoomList.self, id: bob.id)?.rooms.count == 3)
+            #expect(try await TestTriggers.eventually { try await app.db.object(RoomList.self, id: bob.id)?.rooms.count == 3 })
 
             let deleted = try await app.server.http.request("DELETE", "/v1/auth/user", body: nil, token: bob.tokens.accessToken)
             #expect(deleted.status == 204 || deleted.status == 200)
@@ -31,7 +31,7 @@ struct AccountTests {
             #expect(bobs?.owners == [carol.email] && bobs?.members == nil)
             #expect(try await app.db.object(Profile.self, id: Profile.id(of: bob.email)) == nil)
             #expect(try await app.db.object(RoomList.self, id: bob.id) == nil)
-            #expect(try await app.db.object(RoomList.self, id: carol.id)?.rooms.map(\.id) == ["bobs"])
+            #expect(try await TestTriggers.eventually { try await app.db.object(RoomList.self, id: carol.id)?.rooms.map(\.id) == ["bobs"] })
             #expect(try await app.db.deadLetters().isEmpty)
         }
     }
