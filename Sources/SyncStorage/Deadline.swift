@@ -25,6 +25,11 @@ package struct DeadlineError: Error, Sendable, Hashable, CustomStringConvertible
 /// transactions are fenced by their lease and position, so a late commit changes nothing.
 /// Cancelling the caller ends the wait at once too (so `nil`, no deadline, waits for a task
 /// in a way its waiter's cancellation can end).
+///
+/// The deadline is kept by ``DeadlineTicker``, not by a sleeping task of its own: a cancelled
+/// `Task.sleep` keeps its task's memory until the sleep's deadline would have passed, and
+/// trigger steps and upload transactions, bounded by 30–60 s and over in milliseconds, would
+/// keep tens of megabytes that way under load.
 package func withDeadline<Result: Sendable>(
     _ timeout: Duration?, _ what: @autoclosure () -> String,
     _ operation: @escaping @Sendable () async throws -> Result
@@ -36,26 +41,25 @@ package func withDeadline<Result: Sendable>(
             let work = Task {
                 do { race.finish(.success(try await operation())) } catch { race.finish(.failure(error)) }
             }
-            var tasks = [work]
-            if let timeout {
-                tasks.append(Task {
-                    guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            let timer = timeout.map { timeout in
+                DeadlineTicker.shared.schedule(at: .now + timeout) {
                     race.finish(.failure(DeadlineError(description, timeout: timeout)))
-                })
+                }
             }
-            race.start(continuation, tasks: tasks)
+            race.start(continuation, work: work, timer: timer)
         }
     } onCancel: {
         race.finish(.failure(CancellationError()))
     }
 }
 
-/// The first of the operation, the timer and a cancellation to finish resumes the waiter;
-/// the others are cancelled.
+/// The first of the operation, the deadline and a cancellation to finish resumes the waiter;
+/// the operation is then cancelled (if it has not ended) and the deadline forgotten.
 private final class DeadlineRace<Result: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<Result, any Error>?
-        var tasks: [Task<Void, Never>] = []
+        var work: Task<Void, Never>?
+        var timer: DeadlineTicker.Entry?
         /// Finished before the continuation was installed (cancelled at once).
         var early: Swift.Result<Result, any Error>?
         var done = false
@@ -63,34 +67,41 @@ private final class DeadlineRace<Result: Sendable>: Sendable {
 
     private let state = Mutex(State())
 
-    func start(_ continuation: CheckedContinuation<Result, any Error>, tasks: [Task<Void, Never>]) {
+    func start(_ continuation: CheckedContinuation<Result, any Error>, work: Task<Void, Never>, timer: DeadlineTicker.Entry?) {
         let early = state.withLock { state -> Swift.Result<Result, any Error>? in
             if state.done {
                 return state.early
             }
             state.continuation = continuation
-            state.tasks = tasks
+            state.work = work
+            state.timer = timer
             return nil
         }
         if let early {
-            for task in tasks { task.cancel() }
+            work.cancel()
+            if let timer { DeadlineTicker.shared.cancel(timer) }
             continuation.resume(with: early)
         }
     }
 
     func finish(_ result: Swift.Result<Result, any Error>) {
-        let (continuation, tasks) = state.withLock { state -> (CheckedContinuation<Result, any Error>?, [Task<Void, Never>]) in
-            guard !state.done else { return (nil, []) }
+        let (continuation, work, timer) = state.withLock {
+            state -> (CheckedContinuation<Result, any Error>?, Task<Void, Never>?, DeadlineTicker.Entry?) in
+            guard !state.done else { return (nil, nil, nil) }
             state.done = true
             guard let continuation = state.continuation else {
                 state.early = result
-                return (nil, [])
+                return (nil, nil, nil)
             }
             state.continuation = nil
-            defer { state.tasks = [] }
-            return (continuation, state.tasks)
+            defer {
+                state.work = nil
+                state.timer = nil
+            }
+            return (continuation, state.work, state.timer)
         }
-        for task in tasks { task.cancel() }
+        work?.cancel()
+        if let timer { DeadlineTicker.shared.cancel(timer) }
         continuation?.resume(with: result)
     }
 }
