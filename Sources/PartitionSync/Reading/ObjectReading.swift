@@ -26,7 +26,7 @@ extension ObjectReading {
     /// dead letter at the first attempt: the data will not change by retrying).
     public func object<Model: SyncModel>(_ type: Model.Type, id: String) async throws -> Model? {
         let key = try ObjectKey(collection: Model.collection, id: id)
-        return try await bodies(of: [key])[key].map { try Self.decode(Model.self, key, $0) }
+        return try await bodies(of: [key])[key].map { try Model.decode($0, of: key) }
     }
 
     /// The live objects of `type` among `ids`, decoded, by id; absent ones are left out.
@@ -34,7 +34,7 @@ extension ObjectReading {
         let keys = try ids.map { try ObjectKey(collection: Model.collection, id: $0) }
         var models: [String: Model] = [:]
         for (key, body) in try await bodies(of: keys) {
-            models[key.id] = try Self.decode(Model.self, key, body)
+            models[key.id] = try Model.decode(body, of: key)
         }
         return models
     }
@@ -44,9 +44,5 @@ extension ObjectReading {
     public func email(of principal: Principal) async throws -> String? {
         guard let userID = principal.userID else { return nil }
         return try await email(ofUser: userID)
-    }
-
-    static func decode<Model: SyncModel>(_ type: Model.Type, _ key: ObjectKey, _ body: [String: JSONValue]) throws -> Model {
-        try Model.decode(body, of: key)
     }
 }

@@ -14,9 +14,7 @@ extension TriggerContext {
     /// Live objects of `type` whose field at `path` is one of `values`, decoded (index:
     /// ``ObjectIndex/field(collection:path:)``).
     public func find<Model: SyncModel>(_ type: Model.Type, where path: String, in values: [String]) async throws -> [(partition: Partition, model: Model)] {
-        try await find(Model.collection, where: path, in: values).compactMap { found in
-            try found.object.body.map { (found.partition, try Self.decode(Model.self, found.object.key, $0)) }
-        }
+        try await find(Model.collection, where: path, in: values).decoded(as: Model.self)
     }
 
     /// Live objects of `type` whose array at `path` has an element whose `field` is `value`,
@@ -24,9 +22,7 @@ extension TriggerContext {
     public func find<Model: SyncModel>(
         _ type: Model.Type, whereArray path: String, field: String, is value: JSONValue
     ) async throws -> [(partition: Partition, model: Model)] {
-        try await find(Model.collection, whereArray: path, field: field, is: value).compactMap { found in
-            try found.object.body.map { (found.partition, try Self.decode(Model.self, found.object.key, $0)) }
-        }
+        try await find(Model.collection, whereArray: path, field: field, is: value).decoded(as: Model.self)
     }
 
     /// Live objects of `type` whose array at `path` holds an element containing `element`,
@@ -34,9 +30,7 @@ extension TriggerContext {
     public func find<Model: SyncModel>(
         _ type: Model.Type, whereArray path: String, contains element: JSONValue
     ) async throws -> [(partition: Partition, model: Model)] {
-        try await find(Model.collection, whereArray: path, contains: element).compactMap { found in
-            try found.object.body.map { (found.partition, try Self.decode(Model.self, found.object.key, $0)) }
-        }
+        try await find(Model.collection, whereArray: path, contains: element).decoded(as: Model.self)
     }
 
     /// Creates the object of `model`, or sets each of its top-level fields (a `put`: fields
@@ -94,5 +88,12 @@ extension SyncModel {
             operations.append(.unset(key, path: try Path(names.map { .field($0) })))
         }
         return operations
+    }
+}
+
+extension Array where Element == (partition: Partition, object: SyncObject) {
+    /// The live objects found, decoded.
+    func decoded<Model: SyncModel>(as type: Model.Type) throws -> [(partition: Partition, model: Model)] {
+        try compactMap { found in try found.object.body.map { (found.partition, try Model.decode($0, of: found.object.key)) } }
     }
 }
