@@ -121,6 +121,13 @@ final class BenchEnvironment: Sendable {
         return Self.statusField("VmRSS", of: pid)
     }
 
+    /// The server's anonymous resident memory (`RssAnon`): its heap and stacks, without the
+    /// pages of its binary and libraries.
+    func serverAnonymousRSS() -> Int {
+        guard let pid = server.processIdentifier else { return 0 }
+        return Self.statusField("RssAnon", of: pid)
+    }
+
     static func statusField(_ field: String, of pid: Int32) -> Int {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
         for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {

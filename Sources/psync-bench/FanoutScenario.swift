@@ -22,6 +22,7 @@ struct FanoutScenario {
         let (members, messages) = (parameters.members, parameters.messages)
         progress("fanout: \(messages) messages to a room of \(members) online members")
         let rssBefore = environment.serverRSS()
+        let anonBefore = environment.serverAnonymousRSS()
         let users = try await environment.registerUsers("fanout", count: members)
         let partition = try Partition(key: "conversation", value: "fanout")
         try await environment.createConversation("fanout", name: "Fanout", members: users)
@@ -73,12 +74,14 @@ struct FanoutScenario {
         }
         progress("fanout: p99 to all \(members): \(completion.milliseconds(at: 99)) ms")
         let rssPeak = environment.serverRSS()
+        let anonPeak = environment.serverAnonymousRSS()
         await connection.close()
         await closeAll(sessions)
         // What the server keeps once the load has ended (it releases freed memory within
         // about ten seconds of its sessions falling to half their peak).
         try await Task.sleep(for: .seconds(members < 100 ? 1 : 15))
         let rssAfter = environment.serverRSS()
+        let anonAfter = environment.serverAnonymousRSS()
         progress("fanout: server RSS \(megabytes(rssBefore)) MB before, \(megabytes(rssPeak)) MB under load, \(megabytes(rssAfter)) MB after")
 
         return [
@@ -88,6 +91,7 @@ struct FanoutScenario {
             "deliveryMs": tracker.latencies.summary,
             "unreadCountsSettledMs": settle.summary,
             "serverRSSMB": ["before": megabytes(rssBefore), "underLoad": megabytes(rssPeak), "afterLoad": megabytes(rssAfter)],
+            "serverAnonMB": ["before": megabytes(anonBefore), "underLoad": megabytes(anonPeak), "afterLoad": megabytes(anonAfter)],
             "method": "one message at a time: the next is sent when the unread counts of the last are written",
             "floor": ["what": "INSERT + NOTIFY → one LISTENing connection", "latencyMs": floor.summary],
             "ratioP99": ratio(completion.milliseconds(at: 99), floor.milliseconds(at: 99)),

@@ -123,6 +123,8 @@ struct SoakScenario {
         progress("soak: after the load \(after.jsonString)")
         let rssBaseline = baseline["rssMB"]?.doubleValue ?? 0
         let rssAfter = after["rssMB"]?.doubleValue ?? 0
+        let anonBaseline = baseline["anonMB"]?.doubleValue ?? 0
+        let anonAfter = after["anonMB"]?.doubleValue ?? 0
         return [
             "scenario": "soak",
             "minutes": .double(p.minutes), "users": .int(Int64(p.users)), "rooms": .int(Int64(p.rooms)),
@@ -130,7 +132,8 @@ struct SoakScenario {
             "samples": .array(samples.entries),
             "baseline": baseline, "afterLoad": after,
             "rssAfterOverBaseline": rssBaseline > 0 ? .double(rounded(rssAfter / rssBaseline)) : .null,
-            "target": "after the load: sessions, subscriptions and hub sizes back to the baseline, RSS near it",
+            "anonAfterMinusBaselineMB": .double(rounded(anonAfter - anonBaseline)),
+            "target": "after the load: sessions, subscriptions and hub sizes back to the baseline, anonymous memory near it",
         ]
     }
 
@@ -153,6 +156,10 @@ struct SoakScenario {
             return [
                 "minute": .double(rounded(minute)),
                 "rssMB": megabytes(environment.serverRSS()),
+                // The anonymous part (the heap, stacks): what the server holds. The rest of its
+                // RSS is pages of its binary and libraries, touched once and kept while memory
+                // is plenty, shared and never written.
+                "anonMB": megabytes(environment.serverAnonymousRSS()),
                 "openFiles": .int(Int64(descriptors)),
                 "sessions": gauge("psync_sessions"), "subscriptions": gauge("psync_subscriptions"),
                 "hubFeeds": gauge("psync_hub_feeds"), "hubFeedMembers": gauge("psync_hub_feed_members"),
