@@ -144,6 +144,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
+                // SHA-256 of blobs (CryptoKit on Apple platforms).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -161,6 +163,7 @@ let package = Package(
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             // Never optimized: Swift 6.3.1's optimizer crashes (signal 11, splitting async
             // coroutines) on this module in release builds, which psync-bench needs.
@@ -278,7 +281,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncStorageTests",
-            dependencies: ["SyncStorage", "SyncTesting", "EmbeddedPostgres"],
+            dependencies: ["SyncStorage", "SyncTesting", "EmbeddedPostgres", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
     ]

@@ -29,7 +29,7 @@ results = [json.loads(line) for line in lines]
 for result in results:
     assert isinstance(result, dict), result
     print("bench smoke:", result["scenario"], "ok")
-expected = {"ingest", "latency", "fanout", "bootstrap", "connections"}
+expected = {"ingest", "latency", "fanout", "bootstrap", "connections", "blobs"}
 got = {result["scenario"] for result in results}
 assert got == expected, f"scenarios {sorted(got)}, expected {sorted(expected)}"
 ingest = next(result for result in results if result["scenario"] == "ingest")

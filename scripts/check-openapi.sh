@@ -25,5 +25,5 @@ trap cleanup EXIT
 for _ in $(seq 1 150); do curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.2; done
 token=$(curl -sf -X POST "http://127.0.0.1:$port/v1/auth/register" -d '{"email":"openapi@example.com","password":"correct horse"}' \
   | python3 -c 'import json, sys; print(json.load(sys.stdin)["accessToken"])')
-schemathesis run docs/openapi.yaml --url "http://127.0.0.1:$port" -H "Authorization: Bearer $token" \
+schemathesis --config-file scripts/schemathesis.toml run docs/openapi.yaml --url "http://127.0.0.1:$port" -H "Authorization: Bearer $token" \
   --max-examples 25 --seed 20261122 --no-color

@@ -9,10 +9,12 @@ let package = Package(
     products: [
         .library(name: "CouchChat", targets: ["CouchChat"]),
         .executable(name: "couchchat-server", targets: ["couchchat-server"]),
+        .executable(name: "couchchat", targets: ["couchchat"]),
     ],
     dependencies: [
         // In your own package: .package(url: "https://github.com/<you>/PartitionSync.git", from: "<version>")
         .package(name: "PartitionSync", path: "../.."),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         // The model, rules, validator, triggers and indexes.
@@ -25,9 +27,22 @@ let package = Package(
             name: "couchchat-server",
             dependencies: ["CouchChat", .product(name: "PartitionSyncServer", package: "PartitionSync")]
         ),
+        // The client: CouchChat on the Swift SDK (`SyncClient`).
+        .target(
+            name: "CouchChatClient",
+            dependencies: [
+                "CouchChat", .product(name: "SyncClient", package: "PartitionSync"),
+                .product(name: "SyncProtocol", package: "PartitionSync"),
+            ]
+        ),
+        // `couchchat`, the terminal client.
+        .executableTarget(
+            name: "couchchat",
+            dependencies: ["CouchChatClient", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .testTarget(
             name: "CouchChatTests",
-            dependencies: ["CouchChat", .product(name: "SyncTesting", package: "PartitionSync")]
+            dependencies: ["CouchChat", "CouchChatClient", .product(name: "SyncTesting", package: "PartitionSync")]
         ),
     ]
 )

@@ -119,6 +119,27 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("upload-timeout"), help: "Seconds an upload transaction may take before its uploads are answered unavailable (env PSYNC_UPLOAD_TIMEOUT).")
     var uploadTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_UPLOAD_TIMEOUT"].flatMap(Int.init) ?? 30
 
+    @Option(name: .customLong("blob-max-bytes"), help: "Largest blob in bytes (env PSYNC_BLOB_MAX_BYTES).")
+    var blobMaxBytes: Int64 = ProcessInfo.processInfo.environment["PSYNC_BLOB_MAX_BYTES"].flatMap(Int64.init) ?? 32 << 20
+
+    @Option(name: .customLong("blob-quota-bytes"), help: "Bytes of blobs one user or service may have uploaded (env PSYNC_BLOB_QUOTA_BYTES).")
+    var blobQuotaBytes: Int64 = ProcessInfo.processInfo.environment["PSYNC_BLOB_QUOTA_BYTES"].flatMap(Int64.init) ?? 1 << 30
+
+    @Option(name: .customLong("blob-grace"), help: "Seconds a blob no object references is kept after its upload (env PSYNC_BLOB_GRACE).")
+    var blobGrace: Int = ProcessInfo.processInfo.environment["PSYNC_BLOB_GRACE"].flatMap(Int.init) ?? 3600
+
+    @Option(name: .customLong("blob-collect-interval"), help: "Seconds between collections of unreferenced blobs (env PSYNC_BLOB_COLLECT_INTERVAL).")
+    var blobCollectInterval: Int = ProcessInfo.processInfo.environment["PSYNC_BLOB_COLLECT_INTERVAL"].flatMap(Int.init) ?? 600
+
+    @Option(name: .customLong("tombstone-retention"), help: "Seconds tombstones are kept; a client offline longer gets a reset (env PSYNC_TOMBSTONE_RETENTION).")
+    var tombstoneRetention: Int = ProcessInfo.processInfo.environment["PSYNC_TOMBSTONE_RETENTION"].flatMap(Int.init) ?? 30 * 24 * 3600
+
+    @Option(name: .customLong("expiry-interval-ms"), help: "Milliseconds between looks for expired objects (env PSYNC_EXPIRY_INTERVAL_MS).")
+    var expiryIntervalMilliseconds: Int = ProcessInfo.processInfo.environment["PSYNC_EXPIRY_INTERVAL_MS"].flatMap(Int.init) ?? 250
+
+    @Option(name: .customLong("expiry-batch"), help: "Expired objects deleted per transaction (env PSYNC_EXPIRY_BATCH).")
+    var expiryBatch: Int = ProcessInfo.processInfo.environment["PSYNC_EXPIRY_BATCH"].flatMap(Int.init) ?? 1_000
+
     func run() async throws {
         var logger = Logger(label: Served.commandName)
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
@@ -167,6 +188,13 @@ struct Serve: AsyncParsableCommand {
         configuration.triggers.operationTimeout = .seconds(max(1, triggerTimeout))
         configuration.triggers.maximumLag = triggerMaxLag
         configuration.stopTimeout = .seconds(max(1, stopTimeout))
+        configuration.blobs.maximumBytes = max(0, blobMaxBytes)
+        configuration.blobs.quotaBytes = max(0, blobQuotaBytes)
+        configuration.blobs.unreferencedGrace = .seconds(max(0, blobGrace))
+        configuration.blobs.collectInterval = .seconds(max(1, blobCollectInterval))
+        configuration.retention.tombstones = .seconds(max(0, tombstoneRetention))
+        configuration.expiry.interval = .milliseconds(max(10, expiryIntervalMilliseconds))
+        configuration.expiry.batchSize = max(1, expiryBatch)
         let server = SyncServer(configuration: configuration, database: url, application: Served.application, logger: logger)
         let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {

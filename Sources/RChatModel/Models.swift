@@ -14,14 +14,16 @@ public enum MembershipStatus: String, Codable, Sendable, Hashable {
     case active = "Membership active"
 }
 
-/// An image with its thumbnail (embedded in User preferences and chat messages).
+/// An image with its thumbnail (embedded in User preferences and chat messages): the
+/// thumbnail small and inline, the picture a blob (docs/PROTOCOL.md, "Blobs"), fetched with
+/// `SyncClient.blob(_:)` when shown.
 public struct Photo: Codable, Sendable, Hashable {
     public var _id: String
     public var thumbNail: Data?
-    public var picture: Data?
+    public var picture: BlobReference?
     public var date: Date
 
-    public init(_id: String = UUID().uuidString, thumbNail: Data? = nil, picture: Data? = nil, date: Date = Date()) {
+    public init(_id: String = UUID().uuidString, thumbNail: Data? = nil, picture: BlobReference? = nil, date: Date = Date()) {
         self._id = _id
         self.thumbNail = thumbNail
         self.picture = picture

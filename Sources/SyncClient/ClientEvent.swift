@@ -21,6 +21,9 @@ public enum ClientEvent: Sendable, Hashable {
     case error(SyncError, partition: Partition?)
     /// The credentials are no longer valid: log in again.
     case signedOut
+    /// The server refused an attached blob for good (`payload_too_large`, `quota_exceeded`):
+    /// the writes that reference it will be refused with `blob_missing`.
+    case blobRefused(BlobDigest, SyncError)
 }
 
 /// What an observer of a partition sees after each change.

@@ -11,6 +11,8 @@ import SyncProtocol
 /// partition replayed on top, in order, with the same `OperationApplier` the server runs.
 final class LocalStore: Sendable {
     let database: DatabaseQueue
+    /// The folder of blob files: beside the SQLite file, or a temporary one for a store in memory.
+    let blobDirectory: URL
 
     /// An upload in the queue.
     struct PendingUpload: Sendable, Hashable {
@@ -24,6 +26,8 @@ final class LocalStore: Sendable {
     }
 
     init(path: String?) throws {
+        blobDirectory = path.map { URL(fileURLWithPath: $0 + ".blobs", isDirectory: true) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("psync-blobs-\(UUID().uuidString)", isDirectory: true)
         if let path {
             try FileManager.default.createDirectory(
                 at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -47,6 +51,7 @@ final class LocalStore: Sendable {
                 CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
                 """)
         }
+        Self.migrateBlobs(&migrator)
         try migrator.migrate(database)
     }
 
@@ -191,9 +196,14 @@ final class LocalStore: Sendable {
         }
     }
 
-    /// How many uploads wait for an acknowledgement.
+    /// How many uploads wait for an acknowledgement, and attached blobs for their upload.
     func unacknowledgedCount() throws -> Int {
-        try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM pending WHERE acked_version IS NULL") ?? 0 }
+        try database.read { db in
+            try Int.fetchOne(
+                db,
+                sql: "SELECT (SELECT count(*) FROM pending WHERE acked_version IS NULL) + (SELECT count(*) FROM blobs WHERE pending_upload = 1)"
+            ) ?? 0
+        }
     }
 
     /// Records an acknowledgement: an open partition keeps the upload until its copy covers

@@ -11,6 +11,8 @@ extension SyncClient {
     /// when needed), subscribes every open partition from its stored cursor, uploads the queue
     /// in order, pings, and after a disconnect tries again with exponential backoff and jitter.
     public func run() async {
+        // Local expiries set before a restart.
+        purgeLocalExpiries()
         var failures = 0
         while !Task.isCancelled {
             let token: String?
@@ -206,6 +208,20 @@ extension SyncClient {
     /// Sends the queue in order, one upload at a time, each until it is answered.
     private func uploadLoop() async {
         while !Task.isCancelled {
+            // Blobs first: a write queued after a blob was attached may reference it.
+            if status == .online, let blob = try? store.nextBlobToUpload() {
+                switch await upload(blob) {
+                case .stored:
+                    try? store.blobUploaded(blob.digest)
+                    try? store.evictBlobs(toFit: configuration.blobCacheBytes)
+                case .refused(let error):
+                    try? store.blobUploaded(blob.digest)
+                    emit(.blobRefused(blob.digest, error))
+                case .failed:
+                    try? await Task.sleep(for: configuration.reconnectDelay * 4)
+                }
+                continue
+            }
             guard status == .online, let next = try? store.nextToSend() else {
                 await withTaskCancellationHandler {
                     await withCheckedContinuation { continuation in

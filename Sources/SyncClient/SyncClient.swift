@@ -36,6 +36,8 @@ public actor SyncClient {
     var lastHeard = ContinuousClock.now
     /// Every change batch received, for diagnostics and tests.
     var received: [BatchRecord] = []
+    /// Wakes at the next local expiry (``expireLocally(_:in:at:)``).
+    var localExpiryTimer: Task<Void, Never>?
 
     /// What arrived in a change batch.
     public struct BatchRecord: Sendable, Hashable {
@@ -82,7 +84,8 @@ public actor SyncClient {
     /// The objects of a partition as the app should show them: the server's, with the pending
     /// writes replayed on top.
     public func objects(in partition: Partition) throws -> [SyncObject] {
-        try view(of: partition).sorted { $0.key < $1.key }
+        if let next = try store.nextLocalExpiry(), next <= Date() { purgeLocalExpiries() }
+        return try view(of: partition).sorted { $0.key < $1.key }
     }
 
     func view(of partition: Partition) throws -> [SyncObject] {
@@ -105,7 +108,7 @@ public actor SyncClient {
     /// The connection status now.
     public var connectionStatus: ConnectionStatus { status }
 
-    /// Writes not yet acknowledged by the server.
+    /// Writes not yet acknowledged by the server, and attached blobs not yet uploaded.
     public func unacknowledgedWrites() throws -> Int { try store.unacknowledgedCount() }
 
     // MARK: Writing

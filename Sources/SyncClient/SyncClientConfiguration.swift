@@ -24,6 +24,12 @@ public struct SyncClientConfiguration: Sendable {
     /// upload would be longer is refused at once with `payload_too_large`, never queued, so it
     /// cannot become an upload the server refuses on every reconnect. Default 16 MiB.
     public var maximumUploadBytes: Int = 16 << 20
+    /// The largest blob the server takes (its `--blob-max-bytes`): a larger one is refused at
+    /// once by ``SyncClient/attach(_:contentType:)``. Default 32 MiB.
+    public var maximumBlobBytes: Int = 32 << 20
+    /// Bytes of downloaded blobs kept locally, least recently used out first (attached blobs
+    /// not yet uploaded do not count and are never removed). Default 100 MiB.
+    public var blobCacheBytes: Int64 = 100 << 20
     public var logger: Logger
 
     public init(serverURL: URL, storePath: String?, logger: Logger = Logger(label: "psync.client")) {

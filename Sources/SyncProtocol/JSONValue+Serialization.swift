@@ -31,6 +31,8 @@ struct JSONWriter {
     private(set) var depth = 0
     /// Whether a string or key held U+0000 (written escaped).
     private(set) var sawNUL = false
+    /// Whether an object had a `@blob` field (``BlobReference``).
+    private(set) var sawBlobField = false
 
     init(output: [UInt8] = []) {
         self.output = output
@@ -60,6 +62,7 @@ struct JSONWriter {
             output.append(UInt8(ascii: "]"))
         case .object(let fields):
             depth = max(depth, level + 1)
+            if fields[BlobReference.field] != nil { sawBlobField = true }
             output.append(UInt8(ascii: "{"))
             var first = true
             for (key, field) in fields.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {

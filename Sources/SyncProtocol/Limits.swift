@@ -29,6 +29,9 @@ public struct Limits: Sendable, Hashable {
             throw SyncError(
                 .payloadTooLarge, "\(key) would be \(writer.output.count) bytes; the limit is \(maximumBodyBytes)")
         }
+        // The fields the server acts on must be well formed (docs/PROTOCOL.md, "Blobs", "Expiry").
+        if writer.sawBlobField { _ = try BlobReference.references(in: .object(body)) }
+        if body[ObjectExpiry.field] != nil { _ = try ObjectExpiry.date(of: body) }
         return writer.output
     }
 

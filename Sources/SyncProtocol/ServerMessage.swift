@@ -35,10 +35,12 @@ public enum ServerMessage: Sendable, Hashable {
             if let version { fields["version"] = .int(version) }
             return .object(fields)
         case .rejected(let requestId, let partition, let error, let objects):
-            return [
+            var fields: [String: JSONValue] = [
                 "type": "rejected", "requestId": .string(requestId), "partition": .string(partition.description),
                 "code": .string(error.code.rawValue), "message": .string(error.message), "objects": .array(objects.map(\.json)),
             ]
+            if let details = error.details { fields["details"] = details }
+            return .object(fields)
         case .error(let error, let partition):
             var fields: [String: JSONValue] = ["type": "error", "code": .string(error.code.rawValue), "message": .string(error.message)]
             if let partition { fields["partition"] = .string(partition.description) }
@@ -78,7 +80,8 @@ public enum ServerMessage: Sendable, Hashable {
         case "rejected":
             self = .rejected(
                 requestId: try string("requestId"), partition: try Partition(try string("partition")),
-                error: SyncError(SyncError.Code(try string("code")), try string("message")), objects: try objects())
+                error: SyncError(SyncError.Code(try string("code")), try string("message"), details: json["details"]),
+                objects: try objects())
         case "error":
             let partition = try json["partition"]?.stringValue.map { text throws(SyncError) in try Partition(text) }
             self = .error(SyncError(SyncError.Code(try string("code")), try string("message")), partition: partition)

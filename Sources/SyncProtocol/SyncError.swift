@@ -58,14 +58,27 @@ public struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The user has as many WebSocket sessions open on the instance as allowed (429 at the
         /// upgrade; after `auth`, the session is closed with 4003).
         public static let tooManySessions = Code("too_many_sessions")
+        /// A blob reference is not `{"@blob": "sha256:<64 hex>", "length": N, "contentType": "…"}`.
+        public static let invalidBlobReference = Code("invalid_blob_reference")
+        /// An upload references blobs that are not stored (or not with that length): upload
+        /// them first. `details.digests` lists them.
+        public static let blobMissing = Code("blob_missing")
+        /// The bytes of a blob upload do not have the digest it was sent to.
+        public static let digestMismatch = Code("digest_mismatch")
+        /// The blob would take the uploader over their storage quota.
+        public static let quotaExceeded = Code("quota_exceeded")
     }
 
     public var code: Code
     public var message: String
+    /// Machine-readable particulars of some codes (`blob_missing`: `{"digests": […]}`),
+    /// sent beside the code and message.
+    public var details: JSONValue?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, details: JSONValue? = nil) {
         self.code = code
         self.message = message
+        self.details = details
     }
 
     public var description: String { "\(code.rawValue): \(message)" }

@@ -188,10 +188,7 @@ struct HTTPRoutes: Sendable {
     }
 
     private func authenticate(_ request: Request) async throws -> Principal {
-        guard let credential = request.bearerCredential else {
-            throw SyncError(.unauthenticated, "send Authorization: Bearer <access token>")
-        }
-        return try await auth.authenticate(bearer: credential).principal
+        try await auth.principal(of: request)
     }
 
     private func partitionParameter(_ context: SyncRequestContext) throws -> Partition {

@@ -27,6 +27,6 @@ struct RouteTable: Sendable {
         ("v1/auth/logout", [.post]), ("v1/auth/user", [.delete]),
         ("v1/admin/triggers", [.get]), ("v1/admin/dead-letters", [.get]), ("v1/admin/dead-letters/:id/retry", [.post]),
         ("v1/partitions/:partition/changes", [.get]), ("v1/partitions/:partition/uploads", [.post]),
-        ("v1/sync", [.get]),
+        ("v1/blobs/:digest", [.get, .head, .put]), ("v1/sync", [.get]),
     ])
 }

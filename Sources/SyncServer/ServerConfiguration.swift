@@ -18,6 +18,10 @@ package struct ServerConfiguration: Sendable {
     package var sessions: SessionConfiguration = .init()
     /// What is pruned, and when.
     package var retention: RetentionConfiguration = .init()
+    /// Blob size, quota and collection (docs/PROTOCOL.md, "Blobs").
+    package var blobs: BlobConfiguration = .init()
+    /// How expired objects are deleted (docs/PROTOCOL.md, "Expiry").
+    package var expiry: ExpiryConfiguration = .init()
     /// Trigger processing settings.
     package var triggers: TriggerConfiguration = .init()
     /// How long an instance's presence rows live without renewal: when an instance dies, its

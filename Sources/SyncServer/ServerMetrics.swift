@@ -28,6 +28,11 @@ package final class ServerMetrics: Sendable {
     private let sizes = Mutex<(@Sendable () -> (feeds: Int, members: Int, watchers: Int))?>(nil)
     private let uploadCounters: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
     private let errorCounters: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
+    private let blobUploadCounters: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
+    let blobBytesUploaded: CoreMetrics.Counter
+    let blobBytesDownloaded: CoreMetrics.Counter
+    let objectsExpired: CoreMetrics.Counter
+    let blobsCollected: CoreMetrics.Counter
 
     package init() {
         registry = PrometheusCollectorRegistry()
@@ -48,6 +53,10 @@ package final class ServerMetrics: Sendable {
         hubFeeds = CoreMetrics.Gauge(label: "psync_hub_feeds", factory: factory)
         hubMembers = CoreMetrics.Gauge(label: "psync_hub_feed_members", factory: factory)
         hubWatchers = CoreMetrics.Gauge(label: "psync_hub_watched_inputs", factory: factory)
+        blobBytesUploaded = CoreMetrics.Counter(label: "psync_blob_bytes_uploaded_total", factory: factory)
+        blobBytesDownloaded = CoreMetrics.Counter(label: "psync_blob_bytes_downloaded_total", factory: factory)
+        objectsExpired = CoreMetrics.Counter(label: "psync_objects_expired_total", factory: factory)
+        blobsCollected = CoreMetrics.Counter(label: "psync_blobs_collected_total", factory: factory)
     }
 
     /// Where the subscription hub's sizes are read when the metrics are rendered: live feeds,
@@ -82,6 +91,17 @@ package final class ServerMetrics: Sendable {
     /// Counts an upload by outcome: `ack`, `rejected` or `error`.
     func countUpload(_ outcome: String) {
         counter(in: uploadCounters, label: "psync_uploads_total", key: outcome, dimension: "outcome").increment()
+    }
+
+    /// Counts a blob upload by outcome (`stored`, `existing`) and its bytes.
+    func countBlobUpload(_ outcome: String, bytes: Int64) {
+        counter(in: blobUploadCounters, label: "psync_blob_uploads_total", key: outcome, dimension: "outcome").increment()
+        blobBytesUploaded.increment(by: Int(bytes))
+    }
+
+    /// Counts the bytes of a blob download sent whole.
+    func countBlobDownload(bytes: Int64) {
+        blobBytesDownloaded.increment(by: Int(bytes))
     }
 
     /// Counts an error answered to a client, by code.

@@ -8,9 +8,9 @@ extension SyncError.Code {
         switch self {
         case .unauthenticated, .tokenExpired, .invalidCredentials, .sessionRevoked: .unauthorized
         case .permissionDenied, .permissionRevoked: .forbidden
-        case .emailTaken: .conflict
+        case .emailTaken, .blobMissing: .conflict
         case .validationFailed: .unprocessableContent
-        case .payloadTooLarge: .contentTooLarge
+        case .payloadTooLarge, .quotaExceeded: .contentTooLarge
         case .rateLimited, .tooManySessions: .tooManyRequests
         case .internal: .internalServerError
         case .unavailable: .serviceUnavailable
@@ -24,6 +24,8 @@ extension SyncError.Code {
 extension SyncError {
     /// The HTTP error body: `{"error": {"code": …, "message": …}}`.
     package var httpBody: JSONValue {
-        ["error": ["code": .string(code.rawValue), "message": .string(message)]]
+        var fields: [String: JSONValue] = ["code": .string(code.rawValue), "message": .string(message)]
+        if let details { fields["details"] = details }
+        return ["error": .object(fields)]
     }
 }

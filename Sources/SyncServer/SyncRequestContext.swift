@@ -11,8 +11,10 @@ package struct SyncRequestContext: RequestContext, WebSocketRequestContext {
     package let webSocket: WebSocketHandlerReference<Self>
     /// The peer's IP address, or `unknown`.
     package let remoteAddress: String
-    /// The connection, to answer a refused WebSocket upgrade (``UpgradeRefusals``).
-    let channel: any Channel
+    /// The connection, to answer a refused WebSocket upgrade (``UpgradeRefusals``) and to gate
+    /// its frames (``FrameGates``). Weak, so that nothing that outlives the connection and
+    /// holds the request context keeps the closed connection's socket channel and buffers.
+    weak var channel: (any Channel)?
 
     package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

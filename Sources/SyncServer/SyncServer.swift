@@ -195,6 +195,12 @@ package final class SyncServer: Service, Sendable {
             adminServices: configuration.adminServices, metricsPublic: configuration.metricsPublic,
             triggerHealth: triggers.health
         ).add(to: router)
+        let blobs = BlobStore(
+            client: client, content: PostgresBlobContent(client: client, chunkSize: configuration.blobs.chunkBytes, logger: logger),
+            logger: logger)
+        BlobRoutes(
+            blobs: blobs, store: store, auth: auth, permissions: permissions, configuration: configuration.blobs, metrics: metrics
+        ).add(to: router)
         metrics.sampleSizes { [hub] in
             let counts = hub.counts
             return (counts.feeds, counts.members, hub.watchedInputs)
@@ -216,12 +222,13 @@ package final class SyncServer: Service, Sendable {
                 } catch let error as SyncError {
                     // Answered with the error's status and body (401, 429), not the WebSocket
                     // layer's bare 400.
-                    refusals.refuse(context.channel, error)
+                    if let channel = context.channel { refusals.refuse(channel, error) }
                     return .dontUpgrade
                 }
             } else {
                 // Until `auth`, only small frames (see FrameGate).
-                try await frameGates.install(on: context.channel, limit: unauthenticatedLimit)
+                guard let channel = context.channel else { return .dontUpgrade }
+                try await frameGates.install(on: channel, limit: unauthenticatedLimit)
             }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
@@ -236,7 +243,7 @@ package final class SyncServer: Service, Sendable {
             var sessionServices = services
             sessionServices.logger[metadataKey: "session"] = "\(id)"
             let session = SyncSession(
-                services: sessionServices, id: id, credential: credential, frameGate: frameGates.take(context.requestContext.channel))
+                services: sessionServices, id: id, credential: credential, frameGate: context.requestContext.channel.flatMap(frameGates.take))
             self.sessions.add(session)
             defer { self.sessions.remove(session) }
             do {
@@ -265,6 +272,14 @@ package final class SyncServer: Service, Sendable {
                 AfterListening(hub, gate: listeningGate), AfterListening(listener, gate: listeningGate),
                 AfterListening(triggers, gate: listeningGate), AfterListening(presence, gate: listeningGate),
                 AfterListening(maintenance, gate: listeningGate), AfterListening(instances, gate: listeningGate),
+                AfterListening(
+                    ExpiryService(store: store, configuration: configuration.expiry, metrics: metrics, logger: logger),
+                    gate: listeningGate),
+                AfterListening(
+                    BlobCollector(
+                        blobs: blobs, configuration: configuration.blobs, releasedFor: configuration.retention.tombstones,
+                        metrics: metrics, logger: logger),
+                    gate: listeningGate),
                 AfterListening(sessions, gate: listeningGate),
                 AfterListening(MemoryReleaser(sessions: sessions, logger: logger), gate: listeningGate),
             ],

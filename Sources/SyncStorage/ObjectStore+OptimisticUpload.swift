@@ -23,6 +23,9 @@ extension ObjectStore {
         let requests = batch.compactMap { entry in entry.upload.requestId.map { "\(entry.upload.principal)\u{0}\($0)" } }
         guard Set(requests).count == requests.count else { return nil }
         let operations = batch.flatMap(\.upload.operations)
+        // A new blob reference is checked under a lock held to the commit, which only a
+        // transaction has (``WriteTransaction/checkBlobReferences(_:of:)``).
+        guard !operations.contains(where: \.mayAddBlobReference) else { return nil }
         let onlyPuts = operations.allSatisfy {
             if case .put = $0 { return true }
             return false

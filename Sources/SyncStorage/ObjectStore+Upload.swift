@@ -100,13 +100,15 @@ extension ObjectStore {
             }
             throw SyncError(
                 SyncError.Code(outcome.value["code"]?.stringValue ?? "internal"),
-                outcome.value["message"]?.stringValue ?? "the upload was refused")
+                outcome.value["message"]?.stringValue ?? "the upload was refused", details: outcome.value["details"])
         }
         throw SyncError(.internal, "the outcome of a repeated upload could not be found")
     }
 
     /// The stored outcome of a refused upload: what ``replay(_:epoch:)`` throws again for it.
     static func refusal(_ error: SyncError) -> JSONValue {
-        ["code": .string(error.code.rawValue), "message": .string(error.message)]
+        var fields: [String: JSONValue] = ["code": .string(error.code.rawValue), "message": .string(error.message)]
+        if let details = error.details { fields["details"] = details }
+        return .object(fields)
     }
 }

@@ -191,6 +191,7 @@ package final class WriteTransaction {
                 current[key] = entry.state
             }
             let changes = try OperationApplier(partition: partition, limits: store.limits).apply(operations[partition]!, to: current)
+            try await checkBlobReferences(changes, of: operations[partition]!)
             result[partition] = changes
             writes.append((partition, versions[partition]!, changes))
         }
@@ -313,6 +314,7 @@ package final class WriteTransaction {
         }
         let changes = try OperationApplier(partition: partition, limits: store.limits)
             .apply(operations, to: current, encoding: !(defersWrites && defersEncoding))
+        try await checkBlobReferences(changes, of: operations)
         try await validate?(changes, self)
         return changes
     }

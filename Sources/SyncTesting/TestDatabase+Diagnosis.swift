@@ -1,4 +1,5 @@
 import PostgresNIO
+import SyncProtocol
 
 extension TestDatabase {
     /// The database's side of a failed expectation about triggers, as text to print: the
@@ -26,5 +27,14 @@ extension TestDatabase {
             for try await line in try await client.query(query, logger: logger).decode(String.self) { lines.append(line) }
         }
         return lines.joined(separator: "\n")
+    }
+}
+
+extension TestDatabase {
+    /// The one `bigint` a query of the test's own answers (counts of rows the engine keeps).
+    package func scalar(_ sql: String) async throws -> Int64 {
+        let rows = try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+        for try await value in rows.decode(Int64.self) { return value }
+        throw SyncError(.internal, "no row: \(sql)")
     }
 }

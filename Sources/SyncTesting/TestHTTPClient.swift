@@ -13,6 +13,8 @@ public struct TestHTTPClient: Sendable {
         public var json: JSONValue?
         public var headers: [String: String]
         public var text: String
+        /// The body's bytes.
+        public var data: Data
     }
 
     public struct Tokens: Sendable {
@@ -33,13 +35,17 @@ public struct TestHTTPClient: Sendable {
         try await request("POST", path, body: body.map { Data($0.jsonBytes) }, token: token)
     }
 
-    public func request(_ method: String, _ path: String, body: Data?, token: String? = nil) async throws -> Response {
+    /// Sends a request; `body` goes as JSON unless `headers` names another `Content-Type`.
+    public func request(
+        _ method: String, _ path: String, body: Data?, token: String? = nil, headers: [String: String] = [:]
+    ) async throws -> Response {
         var request = URLRequest(url: URL(string: baseURL + path)!)
         request.httpMethod = method
         request.httpBody = body
         request.timeoutInterval = 30
         if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let (data, response) = try await URLSession.shared.data(for: request)
         let http = response as! HTTPURLResponse
         var headers: [String: String] = [:]
@@ -48,7 +54,7 @@ public struct TestHTTPClient: Sendable {
         }
         return Response(
             status: http.statusCode, json: try? JSONParser().parse(Array(data)), headers: headers,
-            text: String(decoding: data, as: UTF8.self))
+            text: String(decoding: data, as: UTF8.self), data: data)
     }
 
     /// Registers and returns the tokens; fails the test on any other answer.

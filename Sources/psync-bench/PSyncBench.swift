@@ -13,7 +13,7 @@ struct PSyncBench: AsyncParsableCommand {
             object per scenario. Build both in release: `swift build -c release --product psync`, then \
             `swift run -c release psync-bench --quick`.
             """,
-        subcommands: [All.self, Ingest.self, Latency.self, Fanout.self, Bootstrap.self, Connections.self, Soak.self, Relay.self],
+        subcommands: [All.self, Ingest.self, Latency.self, Fanout.self, Bootstrap.self, Connections.self, Blobs.self, Soak.self, Relay.self],
         defaultSubcommand: All.self
     )
 }
@@ -32,6 +32,7 @@ struct All: AsyncParsableCommand {
             try await environment.report(FanoutScenario(quick ? .quick : .init()).run(in: environment))
             try await environment.report(BootstrapScenario(quick ? .quick : .init()).run(in: environment))
             try await environment.report(ConnectionsScenario(quick ? .quick : .init()).run(in: environment))
+            try await environment.report(BlobScenario(quick ? .quick : .init()).run(in: environment))
         }
     }
 }
@@ -113,6 +114,25 @@ struct Bootstrap: AsyncParsableCommand {
         let parameters = options.quick ? BootstrapScenario.Parameters.quick : .init(objects: objects, textBytes: textBytes)
         try await BenchEnvironment.with(options) { environment in
             try await environment.report(BootstrapScenario(parameters).run(in: environment))
+        }
+    }
+}
+
+struct Blobs: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Blob uploads and downloads by several clients; floor: the same bytes written and read as chunks through postgres-nio.")
+    @OptionGroup var options: BenchOptions
+    @Option(help: "Bytes of each blob.") var blobBytes = BlobScenario.Parameters().blobBytes
+    @Option(help: "Blobs uploaded.") var blobs = BlobScenario.Parameters().blobs
+    @Option(help: "Clients uploading and downloading at once.") var clients = BlobScenario.Parameters().clients
+    @Option(help: "Downloads of the blob per client.") var downloadsPerClient = BlobScenario.Parameters().downloadsPerClient
+
+    func run() async throws {
+        let parameters = options.quick
+            ? BlobScenario.Parameters.quick
+            : .init(blobBytes: blobBytes, blobs: blobs, clients: clients, downloadsPerClient: downloadsPerClient)
+        try await BenchEnvironment.with(options) { environment in
+            try await environment.report(BlobScenario(parameters).run(in: environment))
         }
     }
 }

@@ -18,9 +18,10 @@ struct Send: AsyncParsableCommand {
         let conversation = try session.conversation(room, of: user)
         var message = ChatMessage(conversationID: conversation.id, author: user.userName, text: text)
         if let photo {
-            let data = try Data(contentsOf: URL(fileURLWithPath: photo))
-            guard data.count < 700_000 else { throw ValidationError("the photo is larger than 700 kB (objects are at most 1 MiB)") }
-            message.image = Photo(thumbNail: data.prefix(4_096), picture: data)
+            // The picture travels as a blob, uploaded before the message (also when queued offline).
+            let file = URL(fileURLWithPath: photo)
+            let picture = try await session.client.attach(contentsOf: file, contentType: Self.mediaType(of: file))
+            message.image = Photo(picture: picture)
         }
         if let location {
             let parts = location.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
@@ -35,12 +36,25 @@ struct Send: AsyncParsableCommand {
             in: RChatPartitions.conversation(conversation.id))
         if await session.finish() { print("Sent to \(conversation.displayName).") }
     }
+
+    /// The media type of an image file, by its extension.
+    static func mediaType(of file: URL) -> String {
+        switch file.pathExtension.lowercased() {
+        case "jpg", "jpeg": "image/jpeg"
+        case "png": "image/png"
+        case "gif": "image/gif"
+        case "heic": "image/heic"
+        case "webp": "image/webp"
+        default: "application/octet-stream"
+        }
+    }
 }
 
 struct Read: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print a room's messages and mark them read.")
     @OptionGroup var options: Options
     @Argument(help: "The room's name or id.") var room: String
+    @Option(help: "Save the messages' photos into this folder (as <message id>.<extension>).") var savePhotos: String?
 
     func run() async throws {
         let session = try Session.start(options)
@@ -51,6 +65,16 @@ struct Read: AsyncParsableCommand {
         let messages = try await session.client.objects(in: partition).decoded(ChatMessage.self).sorted { $0.timestamp < $1.timestamp }
         print("\(conversation.displayName): \(messages.count) message(s)")
         for message in messages { print(Self.line(for: message)) }
+        if let savePhotos {
+            try FileManager.default.createDirectory(atPath: savePhotos, withIntermediateDirectories: true)
+            for message in messages {
+                guard let picture = message.image?.picture else { continue }
+                let data = try await session.client.blob(picture)
+                let name = "\(message._id).\(Self.fileExtension(of: picture.contentType))"
+                try data.write(to: URL(fileURLWithPath: savePhotos).appendingPathComponent(name))
+                print("saved \(name) (\(data.count) bytes)")
+            }
+        }
         if conversation.unreadCount != 0 {
             try await session.client.write(
                 [.set(try ObjectKey(collection: User.collection, id: id), path: try Path.field("conversations").element(where: "id", is: conversation.id).field("unreadCount"), value: 0)],
@@ -59,10 +83,21 @@ struct Read: AsyncParsableCommand {
         await session.finish()
     }
 
+    static func fileExtension(of mediaType: String) -> String {
+        switch mediaType {
+        case "image/jpeg": "jpg"
+        case "image/png": "png"
+        case "image/gif": "gif"
+        case "image/heic": "heic"
+        case "image/webp": "webp"
+        default: "bin"
+        }
+    }
+
     /// `[10:00:00] alice@example.com: hello (photo 12 kB) (at 48.85,2.35)`
     static func line(for message: ChatMessage) -> String {
         var line = "[\(Session.time(message.timestamp))] \(message.author ?? "?"): \(message.text)"
-        if let image = message.image { line += " (photo \((image.picture?.count ?? 0) / 1024) kB)" }
+        if let image = message.image { line += " (photo \((image.picture?.length ?? 0) / 1024) kB)" }
         if message.location.count == 2 { line += " (at \(message.location[0]),\(message.location[1]))" }
         return line
     }

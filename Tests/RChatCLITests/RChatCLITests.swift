@@ -70,8 +70,12 @@ struct RChatCLITests {
 
                 // While the server is down, Carol's message is queued; it is delivered once the
                 // server is back, by the next command she runs.
+                // With a 10 MiB photo, which travels as a blob, uploaded before the message.
                 await server.kill()
-                let queued = try await carol.ok(["send", "Team", "sent while the server was down"], wait: 1)
+                let big = Data((0..<(10 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 12) })
+                let bigPhoto = root + "/big.jpg"
+                try big.write(to: URL(fileURLWithPath: bigPhoto))
+                let queued = try await carol.ok(["send", "Team", "sent while the server was down", "--photo", bigPhoto], wait: 1)
                 #expect(queued.contains("queued"))
                 #expect(!queued.contains("Sent to"))
                 try await server.start()
@@ -81,6 +85,15 @@ struct RChatCLITests {
                 let messages = try await bob.eventually(["read", "Team"], contains: "sent while the server was down")
                 #expect(messages.components(separatedBy: "sent while the server was down").count == 2)  // exactly once
                 #expect(messages.contains("Team: 3 message(s)"))
+                #expect(messages.contains("sent while the server was down (photo 10240 kB)"))
+                // Bob fetches the photo: the same bytes.
+                let saved = root + "/bob-photos"
+                let fetched = try await bob.ok(["read", "Team", "--save-photos", saved])
+                #expect(fetched.contains("(10485760 bytes)"))
+                let files = try FileManager.default.contentsOfDirectory(atPath: saved)
+                #expect(files.count == 2)
+                let bigFile = try #require(files.first { $0.hasSuffix(".jpg") })
+                #expect(try Data(contentsOf: URL(fileURLWithPath: saved + "/" + bigFile)) == big)
                 _ = try await bob.eventually(["rooms"], contains: "unread 0")
                 // As in RChat, every member's count rises, the author's too: Ann has read none of the three.
                 _ = try await ann.eventually(["rooms"], contains: "unread 3")

@@ -22,7 +22,7 @@ struct ObjectIndexTests {
         let rows = try await db.client.query(
             """
             SELECT regexp_replace(tgname, '_(insert|update|delete)$', ''), count(*)::int FROM pg_trigger
-            WHERE tgrelid = 'psync_objects'::regclass AND NOT tgisinternal GROUP BY 1
+            WHERE tgrelid = 'psync_objects'::regclass AND NOT tgisinternal AND starts_with(tgname, 'psync_ix_') GROUP BY 1
             """, logger: db.logger)
         var found: [String: Int] = [:]
         for try await (name, count) in rows.decode((String, Int).self) { found[name] = count }

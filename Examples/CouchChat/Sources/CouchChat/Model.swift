@@ -89,10 +89,14 @@ public struct Chat: SyncModel, Hashable {
     public var author: String
     public var created_at: Date
     public var markdown: String
-    /// A picture, inline (base64).
-    public var photo: Data?
+    /// A picture, as a blob (the seed's attachment): uploaded first with `PUT /v1/blobs/{digest}`
+    /// (`SyncClient.attach(_:contentType:)`), readable by the room's members.
+    public var photo: BlobReference?
 
-    public init(id: String = UUID().uuidString, room: String, author: String, markdown: String, photo: Data? = nil, createdAt: Date = Date()) {
+    public init(
+        id: String = UUID().uuidString, room: String, author: String, markdown: String, photo: BlobReference? = nil,
+        createdAt: Date = Date()
+    ) {
         self._id = id
         self.channel_id = room
         self.author = author

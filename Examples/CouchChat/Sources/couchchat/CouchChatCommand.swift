@@ -1,0 +1,142 @@
+import ArgumentParser
+import CouchChat
+import CouchChatClient
+import Foundation
+
+/// `couchchat`, CouchChat's terminal client: rooms, invitations and messages with pictures.
+/// It works offline from its store; queued messages (and their pictures) go with the next
+/// command that reaches the server.
+@main
+struct CouchChatCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "couchchat", abstract: "CouchChat in a terminal.",
+        subcommands: [Register.self, Login.self, Accept.self, Rooms.self, Create.self, Send.self, Read.self])
+}
+
+/// Where the server and the local store are.
+struct Options: ParsableArguments {
+    @Option(help: "The server (env COUCHCHAT_SERVER).")
+    var server: String = ProcessInfo.processInfo.environment["COUCHCHAT_SERVER"] ?? "http://127.0.0.1:8080"
+    @Option(help: "Folder of the local store and credentials (env COUCHCHAT_HOME).")
+    var home: String = ProcessInfo.processInfo.environment["COUCHCHAT_HOME"] ?? (NSHomeDirectory() + "/.couchchat")
+    @Option(help: "Seconds to wait for the server before working offline.")
+    var wait: Int = 5
+
+    /// Runs `body` with a connected session, then sends what was queued (if it can).
+    func run(_ body: (CouchChatSession) async throws -> Void) async throws {
+        guard let url = URL(string: server) else { throw ValidationError("--server is not a URL") }
+        let session = try CouchChatSession(server: url, home: home)
+        let connection = Task { await session.client.run() }
+        defer { connection.cancel() }
+        try await body(session)
+        if await session.client.waitUntilOnline(timeout: .seconds(wait)) {
+            _ = await session.client.waitUntilUploaded(timeout: .seconds(wait * 6))
+        }
+        let pending = try await session.client.unacknowledgedWrites()
+        if pending > 0 { print("\(pending) change(s) queued; the next command that reaches the server sends them.") }
+        connection.cancel()
+        await connection.value
+    }
+}
+
+struct Register: AsyncParsableCommand {
+    @OptionGroup var options: Options
+    @Option var email: String
+    @Option var password: String
+
+    func run() async throws {
+        try await options.run { session in
+            try await session.client.register(email: email, password: password)
+            print("Registered \(email).")
+        }
+    }
+}
+
+struct Login: AsyncParsableCommand {
+    @OptionGroup var options: Options
+    @Option var email: String
+    @Option var password: String
+
+    func run() async throws {
+        try await options.run { session in
+            try await session.client.login(email: email, password: password)
+            print("Signed in as \(email).")
+        }
+    }
+}
+
+struct Accept: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Let these people (emails), or anyone with --anyone, invite you into rooms.")
+    @OptionGroup var options: Options
+    @Argument var owners: [String] = []
+    @Flag var anyone = false
+
+    func run() async throws {
+        try await options.run { session in
+            try await session.acceptInvitations(from: owners, fromAnyone: anyone)
+            print("Invitations accepted from \(anyone ? "anyone" : owners.joined(separator: ", ")).")
+        }
+    }
+}
+
+struct Rooms: AsyncParsableCommand {
+    @OptionGroup var options: Options
+
+    func run() async throws {
+        try await options.run { session in
+            let rooms = try await session.rooms(wait: .seconds(options.wait))
+            if rooms.isEmpty { print("No rooms yet.") }
+            for room in rooms { print("\(room.title) (\(room.id))") }
+        }
+    }
+}
+
+struct Create: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Open a room, inviting people by email.")
+    @OptionGroup var options: Options
+    @Argument var title: String
+    @Argument var invitees: [String] = []
+
+    func run() async throws {
+        try await options.run { session in
+            let id = try await session.createRoom(title: title, inviting: invitees)
+            print("Created \(title) (\(id)).")
+        }
+    }
+}
+
+struct Send: AsyncParsableCommand {
+    @OptionGroup var options: Options
+    @Argument(help: "The room's id.") var room: String
+    @Argument var markdown: String
+    @Option(help: "A picture file to attach (uploaded as a blob).") var photo: String?
+
+    func run() async throws {
+        try await options.run { session in
+            try await session.send(markdown, to: room, photo: photo.map { URL(fileURLWithPath: $0) })
+            print("Sent.")
+        }
+    }
+}
+
+struct Read: AsyncParsableCommand {
+    @OptionGroup var options: Options
+    @Argument(help: "The room's id.") var room: String
+    @Option(help: "Save the pictures into this folder, as <message id>.<extension>.") var savePhotos: String?
+
+    func run() async throws {
+        try await options.run { session in
+            let chats = try await session.messages(in: room, wait: .seconds(options.wait))
+            for chat in chats {
+                var line = "\(chat.author): \(chat.markdown)"
+                if let photo = chat.photo { line += " (picture \(photo.length) bytes)" }
+                print(line)
+                if let savePhotos, let data = try await session.photo(of: chat) {
+                    try FileManager.default.createDirectory(atPath: savePhotos, withIntermediateDirectories: true)
+                    let name = chat._id + (chat.photo?.contentType == "image/png" ? ".png" : ".jpg")
+                    try data.write(to: URL(fileURLWithPath: savePhotos).appendingPathComponent(name))
+                }
+            }
+        }
+    }
+}
