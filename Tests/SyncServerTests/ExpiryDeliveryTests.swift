@@ -47,4 +47,26 @@ struct ExpiryDeliveryTests {
             }
         }
     }
+
+    @Test("an expiry time that passes while no server runs is carried out by the next server that starts")
+    func acrossRestarts() async throws {
+        try await TestDatabase.with { db in
+            let note = key("Note", "later")
+            let due = Date(timeIntervalSinceNow: 3)
+            try await db.store().upload(Upload(
+                partition: partition("room=r1"),
+                operations: [.put(note, body: ["text": "x", ObjectExpiry.field: .string(ObjectExpiry.string(due))])], principal: "setup"))
+            // A server runs and stops before the time comes; none runs when it passes.
+            try await TestServer.with(database: db.url, permissions: TestRules.permissions) { _ in }
+            #expect(try await db.body(of: note) != nil)
+            while Date() < due { try await Task.sleep(for: .milliseconds(100)) }
+            #expect(try await db.body(of: note) != nil)
+            try await TestServer.with(database: db.url, permissions: TestRules.permissions) { _ async throws in
+                #expect(try await TestTriggers.eventually {
+                    try await db.scalar("SELECT count(*)::bigint FROM psync_objects WHERE id = 'later' AND body IS NULL") == 1
+                })
+            }
+            #expect(try await db.scalar("SELECT count(*)::bigint FROM psync_expiries") == 0)
+        }
+    }
 }

@@ -5,18 +5,22 @@ import Synchronization
 import SyncProtocol
 
 /// The default ``BlobContentStore``: bytes in PostgreSQL, in `psync_blob_chunks` rows of
-/// ``chunkSize`` bytes (migration 0010), so a blob of any size is written and read a chunk at
-/// a time, and a range reads only its chunks. The location of a blob is its upload's id.
+/// ``chunkSize`` bytes (migration 0010), so a blob of any size is written a chunk at a time and
+/// read ``chunksPerRead`` chunks at a time, and a range reads only its chunks. The location of a blob is its upload's id.
 package struct PostgresBlobContent: BlobContentStore {
     let client: PostgresClient
     let logger: Logger
     /// Bytes per chunk. Default 256 KiB.
     package let chunkSize: Int
+    /// Chunks read per query while a blob is downloaded (what a download holds in memory at
+    /// most). Default 4: 1 MiB.
+    package let chunksPerRead: Int
 
-    package init(client: PostgresClient, chunkSize: Int = 256 << 10, logger: Logger) {
-        precondition(chunkSize > 0)
+    package init(client: PostgresClient, chunkSize: Int = 256 << 10, chunksPerRead: Int = 4, logger: Logger) {
+        precondition(chunkSize > 0 && chunksPerRead > 0)
         self.client = client
         self.chunkSize = chunkSize
+        self.chunksPerRead = chunksPerRead
         self.logger = logger
     }
 
@@ -31,25 +35,39 @@ package struct PostgresBlobContent: BlobContentStore {
 
     package func read(_ location: String, range: Range<Int64>) -> BlobContentReader {
         let (client, logger, chunkSize) = (self.client, self.logger, Int64(self.chunkSize))
+        let chunksPerRead = Int64(self.chunksPerRead)
         let upload = Int64(location) ?? -1
+        let first = range.lowerBound / chunkSize
         return BlobContentReader { index in
-            // The piece `index` is what `range` holds of chunk `first + index`.
-            let chunk = range.lowerBound / chunkSize + Int64(index)
-            let start = max(range.lowerBound, chunk * chunkSize)
-            let end = min(range.upperBound, (chunk + 1) * chunkSize)
+            // The piece `index` is what `range` holds of the chunks `from..<to`: one query
+            // for `chunksPerRead` chunks, so a download holds at most that many at a time.
+            let from = first + Int64(index) * chunksPerRead
+            let start = max(range.lowerBound, from * chunkSize)
+            let end = min(range.upperBound, (from + chunksPerRead) * chunkSize)
             guard start < end else { return nil }
-            let offset = Int32(start - chunk * chunkSize) + 1
-            let count = Int32(end - start)
+            let to = (end - 1) / chunkSize + 1
             let rows = try await client.query(
                 """
-                SELECT substring(data FROM \(offset) FOR \(count)) FROM psync_blob_chunks
-                WHERE upload = \(upload) AND seq = \(Int32(chunk))
+                SELECT seq, data FROM psync_blob_chunks
+                WHERE upload = \(upload) AND seq >= \(Int32(from)) AND seq < \(Int32(to))
+                ORDER BY seq
                 """, logger: logger)
-            for try await bytes in rows.decode(ByteBuffer.self) {
-                guard bytes.readableBytes == Int(count) else { break }
-                return bytes
+            var piece = ByteBuffer()
+            piece.reserveCapacity(Int(end - start))
+            var expected = Int32(from)
+            for try await (seq, chunk) in rows.decode((Int32, ByteBuffer).self) {
+                guard seq == expected else { break }
+                expected += 1
+                let chunkStart = Int64(seq) * chunkSize
+                let lower = Int(max(start, chunkStart) - chunkStart)
+                let upper = Int(min(end, chunkStart + Int64(chunk.readableBytes)) - chunkStart)
+                guard lower < upper, var slice = chunk.getSlice(at: chunk.readerIndex + lower, length: upper - lower) else { break }
+                piece.writeBuffer(&slice)
             }
-            throw SyncError(.internal, "a chunk of blob content \(location) is missing")
+            guard piece.readableBytes == Int(end - start) else {
+                throw SyncError(.internal, "a chunk of blob content \(location) is missing")
+            }
+            return piece
         }
     }
 
