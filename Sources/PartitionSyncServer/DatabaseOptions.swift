@@ -21,6 +21,9 @@ struct DatabaseOptions: ParsableArguments {
     @Option(name: .customLong("max-connections"), help: "Size of the PostgreSQL connection pool (env PSYNC_DB_POOL).")
     var maximumConnections: Int = ProcessInfo.processInfo.environment["PSYNC_DB_POOL"].flatMap(Int.init) ?? 20
 
+    @Option(name: .customLong("db-keepalive"), help: "Seconds between checks of an idle pooled connection, 0 for none (env PSYNC_DB_KEEPALIVE).")
+    var keepAliveSeconds: Int = ProcessInfo.processInfo.environment["PSYNC_DB_KEEPALIVE"].flatMap(Int.init) ?? 10
+
     /// The database URL, starting the embedded PostgreSQL first when no URL is configured.
     func resolve(logger: Logger) async throws -> (url: DatabaseURL, embedded: EmbeddedPostgres?) {
         if let databaseURL {

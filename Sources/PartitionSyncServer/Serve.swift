@@ -157,6 +157,8 @@ struct Serve: AsyncParsableCommand {
         let (url, embedded) = try await database.resolve(logger: logger)
         var configuration = ServerConfiguration()
         configuration.host = host
+        configuration.databasePoolSize = max(1, database.maximumConnections)
+        configuration.databaseKeepAlive = database.keepAliveSeconds > 0 ? .seconds(database.keepAliveSeconds) : nil
         configuration.port = port
         configuration.auth.jwtSecret = try jwtSecret ?? database.persistentJWTSecret(embedded: embedded != nil, logger: logger)
         configuration.auth.accessTokenLifetime = .seconds(accessTokenTTL)

@@ -56,7 +56,8 @@ package final class ChangeListener: Service, Sendable {
     }
 
     private func listenOnce() async throws {
-        let configuration = try url.connectionConfiguration()
+        var configuration = try url.connectionConfiguration()
+        configuration.options.additionalStartupParameters.append(("application_name", "psync listener"))
         let connection = try await PostgresConnection.connect(
             on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: 0, logger: logger)
         defer { Task { try? await connection.close() } }

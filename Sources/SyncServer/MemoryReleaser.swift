@@ -11,17 +11,28 @@ import Glibc
 /// the sessions have fallen to half their peak since the last release (a load ended), or every
 /// ``periodic`` checks in any case, the heap is trimmed. A pure decision: ``MemoryReleaser``
 /// does the trimming.
+///
+/// A load's memory is not all free when its sessions are gone: a cancelled `Task.sleep` keeps
+/// its task until the sleep's deadline would have passed, and the connection pool leaves two
+/// such sleeps behind each time a connection goes back to it (its keep-alive timer and its
+/// 60-second idle timer). So a release at the end of a load is followed by another
+/// ``followUp`` checks later (90 seconds by default), once those deadlines have passed.
 struct MemoryReleasePolicy {
     /// Fewer sessions than this at the peak is no load worth a release.
     let minimumPeak: Int
     /// Checks between two releases made whatever the sessions do.
     let periodic: Int
+    /// Checks between the release at the end of a load and the one that follows it.
+    let followUp: Int
     private var peak = 0
     private var checks = 0
+    /// The check at which the follow-up of a load's end is due.
+    private var followUpDue: Int?
 
-    init(minimumPeak: Int = 64, periodic: Int = 60) {
+    init(minimumPeak: Int = 64, periodic: Int = 60, followUp: Int = 9) {
         self.minimumPeak = minimumPeak
         self.periodic = periodic
+        self.followUp = followUp
     }
 
     /// Takes the number of open sessions at a check; whether to release memory now.
@@ -29,7 +40,9 @@ struct MemoryReleasePolicy {
         checks += 1
         peak = max(peak, sessions)
         let loadEnded = peak >= minimumPeak && sessions * 2 <= peak
-        guard loadEnded || checks >= periodic else { return false }
+        let followingUp = followUpDue.map { checks >= $0 } ?? false
+        guard loadEnded || followingUp || checks >= periodic else { return false }
+        followUpDue = loadEnded ? followUp : nil
         peak = sessions
         checks = 0
         return true

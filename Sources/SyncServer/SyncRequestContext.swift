@@ -8,7 +8,9 @@ import PartitionSync
 /// storage, WebSocket upgrade support, and the client's address (for login rate limits).
 package struct SyncRequestContext: RequestContext, WebSocketRequestContext {
     package var coreContext: CoreRequestContextStorage
-    package let webSocket: WebSocketHandlerReference<Self>
+    /// Held through a slot the session empties once upgraded (see ``WebSocketHandlerSlot``).
+    package var webSocket: WebSocketHandlerReference<Self> { webSocketSlot.handlerReference }
+    let webSocketSlot = WebSocketHandlerSlot()
     /// The peer's IP address, or `unknown`.
     package let remoteAddress: String
     /// The connection, to answer a refused WebSocket upgrade (``UpgradeRefusals``) and to gate
@@ -18,7 +20,6 @@ package struct SyncRequestContext: RequestContext, WebSocketRequestContext {
 
     package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        webSocket = .init()
         remoteAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
         channel = source.channel
     }

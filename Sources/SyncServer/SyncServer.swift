@@ -72,6 +72,9 @@ package final class SyncServer: Service, Sendable {
     package func run() async throws {
         var clientConfiguration = database.clientConfiguration
         clientConfiguration.options.maximumConnections = configuration.databasePoolSize
+        clientConfiguration.options.keepAliveBehavior = configuration.databaseKeepAlive.map { .init(frequency: $0) }
+        // How an operator tells this server's connections apart in `pg_stat_activity`.
+        clientConfiguration.options.additionalStartupParameters.append(("application_name", "psync"))
         let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
         do {
             let (app, triggerHealth) = try await makeApplication(client: client)
@@ -232,6 +235,7 @@ package final class SyncServer: Service, Sendable {
             }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
+            context.requestContext.webSocketSlot.release()
             var credential: Credential?
             if let bearer = context.request.bearerCredential {
                 credential = try await auth.authenticate(bearer: bearer)

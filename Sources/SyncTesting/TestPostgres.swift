@@ -42,7 +42,7 @@ public actor TestPostgres {
         let postgres = EmbeddedPostgres(
             configuration: .init(
                 dataDirectory: directory + "/data", durable: false,
-                settings: ["max_connections": "500", "shared_buffers": "128MB"]),
+                settings: ["max_connections": "1000", "shared_buffers": "128MB"]),
             logger: logger)
         do {
             let endpoint = try await postgres.start()
