@@ -255,7 +255,11 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncClientTests",
-            dependencies: ["SyncClient", "SyncTesting", "PartitionSync", "SyncServer", "SyncStorage", "SyncProtocol", "RChat"],
+            dependencies: [
+                "SyncClient", "SyncTesting", "PartitionSync", "SyncServer", "SyncStorage", "SyncProtocol", "RChat",
+                // To damage a client's store in the test of store failures.
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         // Runs the `rchat` executable (built with the tests) as separate processes.

@@ -24,6 +24,10 @@ public enum ClientEvent: Sendable, Hashable {
     /// The server refused an attached blob for good (`payload_too_large`, `quota_exceeded`):
     /// the writes that reference it will be refused with `blob_missing`.
     case blobRefused(BlobDigest, SyncError)
+    /// The local store could not save or read something (a full disk, a damaged file): what
+    /// the client was doing, and the error. The client goes on; what failed to be saved is
+    /// fetched or sent again when the partition is next reopened or the client restarts.
+    case storeFailed(String, String)
 }
 
 /// What an observer of a partition sees after each change.

@@ -52,6 +52,7 @@ final class LocalStore: Sendable {
                 """)
         }
         Self.migrateBlobs(&migrator)
+        Self.migrateDrafts(&migrator)
         try migrator.migrate(database)
     }
 

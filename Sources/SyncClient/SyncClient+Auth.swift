@@ -73,7 +73,7 @@ extension SyncClient {
 
     /// Forgets the access token so the next connection refreshes it (after a 4001 close).
     func expireAccessToken() {
-        try? store.setSettings(["accessExpires": "0"])
+        storing("forgetting the access token") { try store.setSettings(["accessExpires": "0"]) }
     }
 
     func post(_ path: String, _ body: JSONValue, token: String?) async throws -> (Int, JSONValue?) {

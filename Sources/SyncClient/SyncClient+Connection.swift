@@ -145,33 +145,37 @@ extension SyncClient {
 
     func handle(_ message: ServerMessage) {
         lastHeard = .now
+        defer { stateChanged() }
         switch message {
         case .ready:
             sessionAccepted = true
             setStatus(.online)
-            for (partition, cursor) in (try? store.openPartitions()) ?? [] {
+            for (partition, cursor) in storing("reading the open partitions", or: [], { try store.openPartitions() }) {
                 outgoing?.yield(.subscribe(partition: partition, cursor: cursor))
             }
             wakeUploader()
         case .changes(let batch):
-            guard (try? store.isOpen(batch.partition)) == true else { return }
+            guard storing("reading whether \(batch.partition) is open", or: false, { try store.isOpen(batch.partition) }) else { return }
             received.append(BatchRecord(partition: batch.partition, reset: batch.reset, upToDate: batch.upToDate, keys: batch.objects.map(\.key)))
             if received.count > 10_000 { received.removeFirst(5_000) }
             do {
                 try store.apply(batch)
             } catch {
                 logger.error("cannot store a change batch", metadata: ["error": "\(error)"])
+                emit(.storeFailed("storing changes of \(batch.partition)", "\(error)"))
                 return
             }
             if batch.upToDate { upToDate.insert(batch.partition) }
             publish(batch.partition)
         case .ack(let requestId, let partition, _, let version):
-            try? store.acknowledge(requestId, version: version)
+            storing("recording the acknowledgement of \(requestId)") { try store.acknowledge(requestId, version: version) }
             answer(requestId, .acknowledged)
             publish(partition)
         case .rejected(let requestId, let partition, let error, let objects):
-            if (try? store.isOpen(partition)) == true { try? store.replace(objects, in: partition) }
-            try? store.remove(requestId)
+            storing("reverting the refused upload \(requestId)") {
+                if try store.isOpen(partition) { try store.replace(objects, in: partition) }
+                try store.remove(requestId)
+            }
             answer(requestId, .rejected)
             publish(partition)
             emit(.rejected(requestId: requestId, partition: partition, error: error))
@@ -183,7 +187,7 @@ extension SyncClient {
             }
             emit(.error(error, partition: partition))
         case .unsubscribed(let partition, let code):
-            _ = try? store.setOpen(partition, false)
+            storing("closing \(partition)") { _ = try store.setOpen(partition, false) }
             upToDate.remove(partition)
             publish(partition)
             emit(.unsubscribed(partition: partition, code: code))
@@ -209,20 +213,24 @@ extension SyncClient {
     private func uploadLoop() async {
         while !Task.isCancelled {
             // Blobs first: a write queued after a blob was attached may reference it.
-            if status == .online, let blob = try? store.nextBlobToUpload() {
+            if status == .online, let blob = storing("reading the blobs to upload", or: nil, { try store.nextBlobToUpload() }) {
                 switch await upload(blob) {
                 case .stored:
-                    try? store.blobUploaded(blob.digest)
-                    try? store.evictBlobs(toFit: configuration.blobCacheBytes)
+                    storing("recording the upload of blob \(blob.digest)") {
+                        try store.blobUploaded(blob.digest)
+                        try store.evictBlobs(toFit: configuration.blobCacheBytes)
+                    }
+                    stateChanged()
                 case .refused(let error):
-                    try? store.blobUploaded(blob.digest)
+                    storing("recording the refusal of blob \(blob.digest)") { try store.blobUploaded(blob.digest) }
                     emit(.blobRefused(blob.digest, error))
+                    stateChanged()
                 case .failed:
                     try? await Task.sleep(for: configuration.reconnectDelay * 4)
                 }
                 continue
             }
-            guard status == .online, let next = try? store.nextToSend() else {
+            guard status == .online, let next = storing("reading the upload queue", or: nil, { try store.nextToSend() }) else {
                 await withTaskCancellationHandler {
                     await withCheckedContinuation { continuation in
                         if Task.isCancelled {

@@ -39,7 +39,7 @@ extension SyncClient {
     /// Sleeps until the next local expiry, then purges.
     func scheduleLocalExpiry() {
         localExpiryTimer?.cancel()
-        guard let next = try? store.nextLocalExpiry() else {
+        guard let next = storing("reading the next local expiry", or: nil, { try store.nextLocalExpiry() }) else {
             localExpiryTimer = nil
             return
         }

@@ -34,21 +34,23 @@ public actor SyncClient {
     var sessionAccepted = false
     /// When the current connection last received a message, for the liveness check.
     var lastHeard = ContinuousClock.now
-    /// Every change batch received, for diagnostics and tests.
+    /// Every change batch received, for the tests.
     var received: [BatchRecord] = []
+    /// The tasks waiting for the client's state to change (``wait(timeout:until:)``).
+    var changeWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
     /// Wakes at the next local expiry (``expireLocally(_:in:at:)``).
     var localExpiryTimer: Task<Void, Never>?
 
     /// What arrived in a change batch.
-    public struct BatchRecord: Sendable, Hashable {
-        public var partition: Partition
-        public var reset: Bool
-        public var upToDate: Bool
-        public var keys: [ObjectKey]
+    package struct BatchRecord: Sendable, Hashable {
+        package var partition: Partition
+        package var reset: Bool
+        package var upToDate: Bool
+        package var keys: [ObjectKey]
     }
 
-    /// The change batches received since the client was created, oldest first.
-    public func receivedBatches() -> [BatchRecord] { received }
+    /// The change batches received since the client was created, oldest first (for the tests).
+    package func receivedBatches() -> [BatchRecord] { received }
 
     enum UploadAnswer {
         case acknowledged
@@ -82,19 +84,23 @@ public actor SyncClient {
     }
 
     /// The objects of a partition as the app should show them: the server's, with the pending
-    /// writes replayed on top.
+    /// writes replayed on top, and this app's drafts (``saveDraft(_:in:id:)``) over those.
     public func objects(in partition: Partition) throws -> [SyncObject] {
         if let next = try store.nextLocalExpiry(), next <= Date() { purgeLocalExpiries() }
-        return try view(of: partition).sorted { $0.key < $1.key }
+        return try view(of: partition, drafts: true).sorted { $0.key < $1.key }
     }
 
-    func view(of partition: Partition) throws -> [SyncObject] {
+    /// The server's objects with the pending writes on top, and the drafts with `drafts`.
+    func view(of partition: Partition, drafts: Bool = false) throws -> [SyncObject] {
         let server = try store.serverObjects(of: partition)
         var states = server.mapValues(\.state)
         let applier = OperationApplier(partition: partition)
-        for upload in try store.pending(in: partition) {
-            // A write the server will refuse is not shown; its rejection arrives later.
-            guard let changes = try? applier.apply(upload.operations, to: states) else { continue }
+        var writes = try store.pending(in: partition).map(\.operations)
+        if drafts { writes += try store.drafts(in: partition).map(\.operations) }
+        for operations in writes {
+            // A write the server will refuse is not shown; its rejection arrives later (a
+            // draft that no longer applies shows when it is published and refused).
+            guard let changes = try? applier.apply(operations, to: states) else { continue }
             for change in changes { states[change.key] = change.after }
         }
         return states.compactMap { key, state in
@@ -118,6 +124,17 @@ public actor SyncClient {
     /// (an unknown object, a wrong path) are refused here with their error.
     @discardableResult
     public func write(_ operations: [SyncOperation], in partition: Partition) throws -> String {
+        try check(operations, in: partition)
+        let requestId = try store.enqueue(operations, in: partition)
+        publish(partition)
+        wakeUploader()
+        stateChanged()
+        return requestId
+    }
+
+    /// Refuses a write the server could never take (too large) or that fails against an open
+    /// partition's copy (the server's objects and the pending writes, not the drafts).
+    func check(_ operations: [SyncOperation], in partition: Partition) throws {
         // The longest request id the store makes is a UUID: measure the message with one.
         let message = ClientMessage.upload(requestId: UUID().uuidString, partition: partition, operations: operations)
         let size = message.json.jsonBytes.count
@@ -131,10 +148,6 @@ public actor SyncClient {
             }
             _ = try OperationApplier(partition: partition).apply(operations, to: states)
         }
-        let requestId = try store.enqueue(operations, in: partition)
-        publish(partition)
-        wakeUploader()
-        return requestId
     }
 
     // MARK: Observing
@@ -184,6 +197,7 @@ public actor SyncClient {
 
     func setStatus(_ new: ConnectionStatus) {
         guard new != status else { return }
+        defer { stateChanged() }
         status = new
         emit(.status(new))
         if new != .online {
@@ -197,41 +211,63 @@ public actor SyncClient {
 
     /// Waits until every queued write is acknowledged (or refused); `false` on timeout.
     public func waitUntilUploaded(timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if (try? store.unacknowledgedCount()) == 0 { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return (try? store.unacknowledgedCount()) == 0
+        await wait(timeout: timeout) { (try? store.unacknowledgedCount()) == 0 }
     }
 
     /// Waits until the partition has caught up with the server; `false` on timeout.
     public func waitUntilUpToDate(_ partition: Partition, timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if upToDate.contains(partition) { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return upToDate.contains(partition)
+        await wait(timeout: timeout) { upToDate.contains(partition) }
     }
 
     /// Waits until disconnected; `false` on timeout.
     public func waitUntilOffline(timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if status != .online { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return status != .online
+        await wait(timeout: timeout) { status != .online }
     }
 
     /// Waits until connected; `false` on timeout.
     public func waitUntilOnline(timeout: Duration) async -> Bool {
+        await wait(timeout: timeout) { status == .online }
+    }
+
+    /// Waits until `condition` holds, checking it again each time the client's state changes
+    /// (``stateChanged()``) rather than on a clock; `false` when `timeout` passes first.
+    func wait(timeout: Duration, until condition: () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if status == .online { return true }
-            try? await Task.sleep(for: .milliseconds(20))
+        // One wake-up at the deadline, for every waiter: each checks its own.
+        let timer = Task { [weak self] in
+            guard (try? await Task.sleep(until: deadline)) != nil else { return }
+            await self?.stateChanged()
         }
-        return status == .online
+        defer { timer.cancel() }
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return false }
+            await withCheckedContinuation { continuation in changeWaiters[UUID()] = continuation }
+        }
+        return true
+    }
+
+    /// Wakes the waiters of ``wait(timeout:until:)`` to check their conditions again: called
+    /// after every message from the server, status change, write and blob upload.
+    func stateChanged() {
+        let waiters = changeWaiters
+        changeWaiters.removeAll()
+        for waiter in waiters.values { waiter.resume() }
+    }
+
+    /// Runs a read or change of the local store, reporting a failure as
+    /// ``ClientEvent/storeFailed(_:_:)`` (and in the log) instead of dropping it; `fallback` is
+    /// the result then.
+    func storing<T>(_ what: String, or fallback: T, _ body: () throws -> T) -> T {
+        do {
+            return try body()
+        } catch {
+            logger.error("the local store failed", metadata: ["while": "\(what)", "error": "\(error)"])
+            emit(.storeFailed(what, "\(error)"))
+            return fallback
+        }
+    }
+
+    func storing(_ what: String, _ change: () throws -> Void) {
+        storing(what, or: (), change)
     }
 }

@@ -116,10 +116,18 @@ struct SoakScenario {
             try await group.waitForAll()
         }
         // After the load: sessions closed, triggers caught up, and time for the server to
-        // give back what it freed.
+        // give back what it freed: it trims its heap when the sessions fall, and again 90 s
+        // later, when the timers the load left (the connection pool's) have run out.
         try await environment.waitForTriggers()
+        let loadEnded = ContinuousClock.now
         try await Task.sleep(for: .seconds(p.minutes < 5 ? 12 : 30))
-        let after = try await sampler.sample(minute: started.duration(to: .now).seconds / 60)
+        let early = try await sampler.sample(minute: started.duration(to: .now).seconds / 60)
+        progress("soak: 30 s after the load \(early.jsonString)")
+        var after = early
+        if p.minutes >= 5 {
+            try await Task.sleep(until: loadEnded + .seconds(150))
+            after = try await sampler.sample(minute: started.duration(to: .now).seconds / 60)
+        }
         progress("soak: after the load \(after.jsonString)")
         let rssBaseline = baseline["rssMB"]?.doubleValue ?? 0
         let rssAfter = after["rssMB"]?.doubleValue ?? 0
@@ -130,7 +138,7 @@ struct SoakScenario {
             "minutes": .double(p.minutes), "users": .int(Int64(p.users)), "rooms": .int(Int64(p.rooms)),
             "messagesSent": .int(Int64(sent.current)), "messagesAcked": .int(Int64(acked.current)), "sessionsOpened": .int(Int64(opened.current)),
             "samples": .array(samples.entries),
-            "baseline": baseline, "afterLoad": after,
+            "baseline": baseline, "afterLoad30s": early, "afterLoad": after,
             "rssAfterOverBaseline": rssBaseline > 0 ? .double(rounded(rssAfter / rssBaseline)) : .null,
             "anonAfterMinusBaselineMB": .double(rounded(anonAfter - anonBaseline)),
             "target": "after the load: sessions, subscriptions and hub sizes back to the baseline, anonymous memory near it",
