@@ -75,7 +75,7 @@ final class Announcer: Sendable {
             }
             guard !payloads.isEmpty else { return }
             do {
-                try await client.withConnection { connection in
+                try await client.withOpenConnection { connection in
                     try await Self.send(payloads, on: connection, logger: logger)
                 }
             } catch {

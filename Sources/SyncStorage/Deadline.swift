@@ -30,11 +30,14 @@ package struct DeadlineError: Error, Sendable, Hashable, CustomStringConvertible
 /// `Task.sleep` keeps its task's memory until the sleep's deadline would have passed, and
 /// trigger steps and upload transactions, bounded by 30–60 s and over in milliseconds, would
 /// keep tens of megabytes that way under load.
+///
+/// - Parameter ticker: the ticker that keeps the deadline; the shared one unless the caller's
+///   deadlines must not count among the process's (the test kit's).
 package func withDeadline<Result: Sendable>(
-    _ timeout: Duration?, _ what: @autoclosure () -> String,
+    _ timeout: Duration?, _ what: @autoclosure () -> String, ticker: DeadlineTicker = .shared,
     _ operation: @escaping @Sendable () async throws -> Result
 ) async throws -> Result {
-    let race = DeadlineRace<Result>()
+    let race = DeadlineRace<Result>(ticker: ticker)
     let description = what()
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Result, any Error>) in
@@ -42,7 +45,7 @@ package func withDeadline<Result: Sendable>(
                 do { race.finish(.success(try await operation())) } catch { race.finish(.failure(error)) }
             }
             let timer = timeout.map { timeout in
-                DeadlineTicker.shared.schedule(at: .now + timeout) {
+                ticker.schedule(at: .now + timeout) {
                     race.finish(.failure(DeadlineError(description, timeout: timeout)))
                 }
             }
@@ -66,6 +69,11 @@ private final class DeadlineRace<Result: Sendable>: Sendable {
     }
 
     private let state = Mutex(State())
+    private let ticker: DeadlineTicker
+
+    init(ticker: DeadlineTicker) {
+        self.ticker = ticker
+    }
 
     func start(_ continuation: CheckedContinuation<Result, any Error>, work: Task<Void, Never>, timer: DeadlineTicker.Entry?) {
         let early = state.withLock { state -> Swift.Result<Result, any Error>? in
@@ -79,7 +87,7 @@ private final class DeadlineRace<Result: Sendable>: Sendable {
         }
         if let early {
             work.cancel()
-            if let timer { DeadlineTicker.shared.cancel(timer) }
+            if let timer { ticker.cancel(timer) }
             continuation.resume(with: early)
         }
     }
@@ -101,7 +109,7 @@ private final class DeadlineRace<Result: Sendable>: Sendable {
             return (continuation, state.work, state.timer)
         }
         work?.cancel()
-        if let timer { DeadlineTicker.shared.cancel(timer) }
+        if let timer { ticker.cancel(timer) }
         continuation?.resume(with: result)
     }
 }

@@ -21,7 +21,7 @@ package final class DeadlineTicker: Sendable {
     let resolution: Duration
     private let state = Mutex(State())
 
-    init(resolution: Duration) {
+    package init(resolution: Duration) {
         self.resolution = resolution
     }
 

@@ -48,7 +48,7 @@ package struct EventLog: Sendable {
     /// One pass of ``sequence(limit:)``, telling what it numbered; `nil` when nothing. One
     /// statement, its own transaction (`psync_sequence`, migration 0006).
     package func sequencePass(limit: Int = 10_000) async throws -> Pass? {
-        let rows = try await store.client.query("SELECT * FROM psync_sequence(\(Int32(clamping: limit)))", logger: logger)
+        let rows = try await store.client.fetch("SELECT * FROM psync_sequence(\(Int32(clamping: limit)))", logger: logger)
         var pass: Pass?
         for try await (last, kind, collection, operation) in rows.decode((Int64, String, String?, String).self) {
             let shape = Shape(kind: ChangeEvent.Kind(rawValue: kind) ?? .object, collection: collection, operation: .init(rawValue: operation))
@@ -60,7 +60,7 @@ package struct EventLog: Sendable {
 
     /// The last numbered position.
     package func head() async throws -> Int64 {
-        for try await value in try await store.client.query("SELECT last_seq FROM psync_sequencer", logger: logger).decode(Int64.self) {
+        for try await value in try await store.client.fetch("SELECT last_seq FROM psync_sequencer", logger: logger).decode(Int64.self) {
             return value
         }
         return 0
@@ -125,7 +125,7 @@ package struct EventLog: Sendable {
                 ORDER BY seq LIMIT \(limit))
             """
         var end = position
-        let events = try await decode(try await store.client.query(query, logger: logger), boundColumn: true) { end = max(end, $0) }
+        let events = try decode(try await store.client.fetch(query, logger: logger).rows, boundColumn: true) { end = max(end, $0) }
         return (events, events.count == limit ? events.last!.position : end)
     }
 
@@ -140,20 +140,20 @@ package struct EventLog: Sendable {
             FROM psync_events WHERE seq > \(position) ORDER BY seq LIMIT \(limit)
             """
         if let connection {
-            return try await decode(try await connection.query(query, logger: logger))
+            return try decode(try await connection.query(query, logger: logger).collect())
         } else {
-            return try await decode(try await store.client.query(query, logger: logger))
+            return try decode(try await store.client.fetch(query, logger: logger).rows)
         }
     }
 
     /// Decodes event rows; with `boundColumn`, each row starts with a bound handed to
     /// `bound`, and a row of the bound alone (no event) is skipped.
     private func decode(
-        _ rows: PostgresRowSequence, boundColumn: Bool = false, bound: (Int64) -> Void = { _ in }
-    ) async throws -> [ChangeEvent] {
+        _ rows: [PostgresRow], boundColumn: Bool = false, bound: (Int64) -> Void = { _ in }
+    ) throws -> [ChangeEvent] {
         var events: [ChangeEvent] = []
         let o = boundColumn ? 1 : 0
-        for try await row in rows {
+        for row in rows {
             let columns = row.makeRandomAccess()
             if boundColumn {
                 if let value = try columns[0].decode(Int64?.self) { bound(value) }

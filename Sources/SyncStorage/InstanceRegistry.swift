@@ -20,7 +20,7 @@ package struct InstanceRegistry: Sendable {
     /// Renews this instance's row; returns how many other instances are alive.
     package func heartbeat() async throws -> Int {
         let seconds = Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18
-        let rows = try await store.client.query(
+        let rows = try await store.client.fetch(
             """
             WITH me AS (
                 INSERT INTO psync_instances (name, expires_at) VALUES (\(instance), now() + make_interval(secs => \(seconds)))
@@ -38,13 +38,13 @@ package struct InstanceRegistry: Sendable {
     /// Tells the running instances that this one started: on hearing it they announce their
     /// commits from then on, without waiting for their next heartbeat.
     package func announceArrival() async throws {
-        try await store.client.query(
+        try await store.client.fetch(
             "SELECT pg_notify(\(ObjectStore.notificationChannel), \(Self.arrivalPrefix + instance))", logger: logger)
     }
 
     /// Removes this instance's row (on shutdown), and rows that expired long ago.
     package func leave() async throws {
-        try await store.client.query(
+        try await store.client.fetch(
             "DELETE FROM psync_instances WHERE name = \(instance) OR expires_at < now() - interval '1 day'", logger: logger)
     }
 }

@@ -29,7 +29,7 @@ package struct Migrator: Sendable {
     /// Applies every migration not yet applied and returns those it applied.
     @discardableResult
     package func migrate() async throws -> [Migration] {
-        try await client.withConnection { connection in
+        try await client.withOpenConnection { connection in
             try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
             do {
                 let applied = try await migrate(on: connection)
@@ -44,7 +44,7 @@ package struct Migrator: Sendable {
 
     /// The versions and checksums recorded in the database.
     package func appliedChecksums() async throws -> [Int: String] {
-        try await client.withConnection { connection in
+        try await client.withOpenConnection { connection in
             try await recorded(on: connection)
         }
     }
@@ -101,7 +101,9 @@ package struct Migrator: Sendable {
                 """, logger: logger)
             try await connection.query("COMMIT", logger: logger)
         } catch {
-            _ = try? await connection.query("ROLLBACK", logger: logger)
+            if !connection.isClosed, !endsConnection(error) {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+            }
             throw error
         }
     }

@@ -174,7 +174,7 @@ extension ObjectStore {
     /// the application declared and this one does not (every index named `psync_ix_…` is
     /// one), one server at a time (under the migrator's lock).
     package func createIndexes(_ indexes: [ObjectIndex]) async throws {
-        try await client.withConnection { connection in
+        try await client.withOpenConnection { connection in
             try await connection.query("SELECT pg_advisory_lock(\(Migrator.lockKey))", logger: logger)
             do {
                 for index in indexes {

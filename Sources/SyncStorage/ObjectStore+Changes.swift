@@ -153,7 +153,7 @@ extension ObjectStore {
         _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?,
         object: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, Int64, UnsafeRawBufferPointer?) throws -> Void
     ) async throws -> PageRead<Int> {
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             """
             SELECT * FROM psync_page(\(partition.description), \(position.version), \(position.after?.collection)::text,
                                      \(position.after?.id)::text, \(floor)::bigint, \(limit + 1))

@@ -8,7 +8,7 @@ extension ObjectStore {
     @discardableResult
     package func pruneTombstones(olderThan age: Duration) async throws -> Int {
         let seconds = Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             """
             WITH gone AS (
                 DELETE FROM psync_objects
@@ -31,7 +31,7 @@ extension ObjectStore {
     @discardableResult
     package func pruneEvents(olderThan age: Duration) async throws -> Int {
         let seconds = Double(age.components.seconds)
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             """
             WITH horizon AS (
                 SELECT coalesce((SELECT min(position) FROM psync_triggers), (SELECT last_seq FROM psync_sequencer)) AS seq
@@ -51,7 +51,7 @@ extension ObjectStore {
     /// Forgets failed-login windows that have ended.
     package func pruneLoginFailures(olderThan age: Duration) async throws {
         let seconds = Double(age.components.seconds)
-        try await client.query(
+        try await client.fetch(
             "DELETE FROM psync_login_failures WHERE window_start <= now() - make_interval(secs => \(seconds))", logger: logger)
     }
 
@@ -59,7 +59,7 @@ extension ObjectStore {
     /// reset. Run it after restoring a backup or cloning the database: the copy would
     /// otherwise accept cursors of the original, whose versions may name other changes.
     package func renewEpoch() async throws {
-        try await client.query("UPDATE psync_meta SET epoch = gen_random_uuid()", logger: logger)
+        try await client.fetch("UPDATE psync_meta SET epoch = gen_random_uuid()", logger: logger)
         resetCachedEpoch()
     }
 
@@ -68,7 +68,7 @@ extension ObjectStore {
     @discardableResult
     package func pruneRequests(olderThan age: Duration) async throws -> Int {
         let seconds = Double(age.components.seconds)
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             """
             WITH gone AS (
                 DELETE FROM psync_requests WHERE created_at <= now() - make_interval(secs => \(seconds)) RETURNING 1

@@ -43,7 +43,7 @@ extension ObjectStore {
         _ batch: [(upload: Upload, validate: Validator?)], _ operations: [SyncOperation], epoch: UUID, assumingAbsent: Bool
     ) async throws -> [Result<UploadResult, SyncError>]? {
         do {
-            return try await client.withConnection { connection in
+            return try await client.withOpenConnection { connection in
                 let transaction = WriteTransaction(connection: connection, store: self, author: batch[0].upload.principal, depth: 0)
                 try await transaction.readOptimistically(
                     Array(Set(batch.map(\.upload.partition))), OperationApplier.keys(of: operations), assumingAbsent: assumingAbsent)

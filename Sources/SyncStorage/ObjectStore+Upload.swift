@@ -49,7 +49,7 @@ extension ObjectStore {
             return try await replay(upload, epoch: epoch)
         } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
             guard let requestId = upload.requestId else { throw error }
-            let recorded = try await client.withConnection { connection in
+            let recorded = try await client.withOpenConnection { connection in
                 try await record(Self.refusal(error), of: upload, requestId: requestId, on: connection)
             }
             if !recorded { return try await replay(upload, epoch: epoch) }
@@ -83,7 +83,7 @@ extension ObjectStore {
 
     /// The stored outcome of an earlier upload with the same request id.
     func replay(_ upload: Upload, epoch: UUID) async throws -> UploadResult {
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             """
             SELECT partition, outcome FROM psync_requests
             WHERE principal = \(upload.principal) AND request_id = \(upload.requestId ?? "")

@@ -93,7 +93,7 @@ package final class ObjectStore: Sendable {
     /// The identity of this database, carried in every cursor.
     package func epoch() async throws -> UUID {
         if let epoch = cachedEpoch.withLock({ $0 }) { return epoch }
-        let rows = try await client.query("SELECT epoch FROM psync_meta", logger: logger)
+        let rows = try await client.fetch("SELECT epoch FROM psync_meta", logger: logger)
         for try await epoch in rows.decode(UUID.self) {
             cachedEpoch.withLock { $0 = epoch }
             return epoch
@@ -110,7 +110,7 @@ package final class ObjectStore: Sendable {
 
     /// The newest committed version of a partition (0 when nothing was ever written to it).
     package func headVersion(of partition: Partition) async throws -> Int64 {
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             "SELECT version FROM psync_partitions WHERE partition = \(partition.description)", logger: logger)
         for try await version in rows.decode(Int64.self) { return version }
         return 0
@@ -118,7 +118,7 @@ package final class ObjectStore: Sendable {
 
     /// The newest committed version of each partition that was ever written to.
     package func headVersions(of partitions: [Partition]) async throws -> [(Partition, Int64)] {
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             "SELECT partition, version FROM psync_partitions WHERE partition = ANY(\(partitions.map(\.description))::text[])",
             logger: logger)
         var result: [(Partition, Int64)] = []
@@ -132,7 +132,7 @@ package final class ObjectStore: Sendable {
     /// never stored are left out. Used to send compensating states with a rejection.
     package func objects(_ keys: [ObjectKey]) async throws -> [(partition: String, object: SyncObject)] {
         guard !keys.isEmpty else { return [] }
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             """
             SELECT o.collection, o.id, o.partition, o.version, o.body
             FROM psync_objects o
@@ -161,7 +161,7 @@ package final class ObjectStore: Sendable {
         var attempt = 1
         while true {
             do {
-                return try await client.withConnection { connection in
+                return try await client.withOpenConnection { connection in
                     let transaction = WriteTransaction(connection: connection, store: self, author: author, depth: depth)
                     try await connection.query("BEGIN", logger: logger)
                     do {
@@ -171,7 +171,10 @@ package final class ObjectStore: Sendable {
                         committed(transaction)
                         return result
                     } catch {
-                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        // Not on a connection the error ended: see withOpenConnection.
+                        if !connection.isClosed, !endsConnection(error) {
+                            _ = try? await connection.query("ROLLBACK", logger: logger)
+                        }
                         throw error
                     }
                 }

@@ -54,7 +54,7 @@ package struct PresenceLedger: Sendable {
 
     /// Renews this instance's rows.
     package func heartbeat() async throws {
-        try await store.client.query(
+        try await store.client.fetch(
             "UPDATE psync_presence SET expires_at = now() + make_interval(secs => \(seconds)) WHERE instance = \(instance)",
             logger: logger)
     }
@@ -64,7 +64,7 @@ package struct PresenceLedger: Sendable {
     @discardableResult
     package func reap() async throws -> Int {
         var users: [String] = []
-        for try await user in try await store.client.query(
+        for try await user in try await store.client.fetch(
             "SELECT DISTINCT user_id FROM psync_presence WHERE expires_at <= now() LIMIT 1000", logger: logger
         ).decode(String.self) { users.append(user) }
         var closed = 0
@@ -87,7 +87,7 @@ package struct PresenceLedger: Sendable {
     /// Closes every user of this instance (on shutdown).
     package func closeAll() async throws {
         var users: [String] = []
-        for try await user in try await store.client.query(
+        for try await user in try await store.client.fetch(
             "SELECT user_id FROM psync_presence WHERE instance = \(instance)", logger: logger
         ).decode(String.self) { users.append(user) }
         for user in users {

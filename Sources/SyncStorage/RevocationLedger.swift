@@ -22,7 +22,7 @@ package struct RevocationLedger: Sendable {
     /// - Parameter lifetime: how long to keep them; `nil` for good.
     package func record(_ revocations: [Revocation], for lifetime: Duration?) async throws {
         guard !revocations.isEmpty else { return }
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.withOpenTransaction(logger: logger) { connection in
             try await Self.record(revocations, for: lifetime, on: connection, logger: logger)
         }
     }
@@ -58,7 +58,7 @@ package struct RevocationLedger: Sendable {
 
     /// Every revocation in force, with when it lapses (`nil`: never).
     package func live() async throws -> [Revocation: Date?] {
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             "SELECT kind, subject, expires_at FROM psync_revocations WHERE expires_at IS NULL OR expires_at > now()",
             logger: logger)
         var result: [Revocation: Date?] = [:]
@@ -72,7 +72,7 @@ package struct RevocationLedger: Sendable {
     /// Removes the revocations that have lapsed; returns how many.
     @discardableResult
     package func prune() async throws -> Int {
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             "DELETE FROM psync_revocations WHERE expires_at <= now() RETURNING 1", logger: logger)
         var count = 0
         for try await _ in rows { count += 1 }

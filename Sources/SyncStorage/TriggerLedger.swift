@@ -36,7 +36,7 @@ package struct TriggerLedger: Sendable {
     /// end of the event log: it handles events committed from now on, not the history.
     @discardableResult
     package func register(_ name: String) async throws -> Bool {
-        let rows = try await store.client.query(
+        let rows = try await store.client.fetch(
             """
             INSERT INTO psync_triggers (name, position)
             SELECT \(name), last_seq FROM psync_sequencer
@@ -49,7 +49,7 @@ package struct TriggerLedger: Sendable {
 
     /// Whether some instance holds a trigger's lease now.
     package func anyLeaseHeld() async throws -> Bool {
-        for try await held in try await store.client.query(
+        for try await held in try await store.client.fetch(
             "SELECT EXISTS (SELECT 1 FROM psync_triggers WHERE lease_expires > now())", logger: logger
         ).decode(Bool.self) { return held }
         return false
@@ -57,7 +57,7 @@ package struct TriggerLedger: Sendable {
 
     /// Moves triggers nobody has run yet to the current end of the event log.
     package func restart(_ names: [String]) async throws {
-        try await store.client.query(
+        try await store.client.fetch(
             """
             UPDATE psync_triggers SET position = GREATEST(position, (SELECT last_seq FROM psync_sequencer)), updated_at = now()
             WHERE name = ANY(\(names)::text[]) AND lease_holder IS NULL
@@ -67,7 +67,7 @@ package struct TriggerLedger: Sendable {
     /// The triggers some instance runs (its lease is current) or is about to run (registered
     /// or released within the last minute): events they match must be recorded.
     package func activeNames() async throws -> [String] {
-        let rows = try await store.client.query(
+        let rows = try await store.client.fetch(
             """
             SELECT name FROM psync_triggers
             WHERE lease_expires > now() OR (lease_holder IS NULL AND updated_at > now() - interval '1 minute')
@@ -82,7 +82,7 @@ package struct TriggerLedger: Sendable {
     /// with the renewal.
     package func acquireLease(_ name: String, holder: String, duration: Duration, passed: Int64? = nil) async throws -> Int64? {
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        let rows = try await store.client.query(
+        let rows = try await store.client.fetch(
             """
             UPDATE psync_triggers
             SET lease_holder = \(holder), lease_expires = now() + make_interval(secs => \(seconds)), updated_at = now(),
@@ -96,7 +96,7 @@ package struct TriggerLedger: Sendable {
 
     /// Gives the lease up (on shutdown), so another instance takes over at once.
     package func releaseLease(_ name: String, holder: String) async throws {
-        try await store.client.query(
+        try await store.client.fetch(
             "UPDATE psync_triggers SET lease_holder = NULL, lease_expires = NULL, updated_at = now() WHERE name = \(name) AND lease_holder = \(holder)",
             logger: logger)
     }
@@ -124,7 +124,7 @@ package struct TriggerLedger: Sendable {
     /// Moves the position forward on its own (past events the trigger does not handle), while
     /// the lease is held. Returns `false` when it is not.
     package func advance(_ name: String, holder: String, to position: Int64) async throws -> Bool {
-        try await store.client.withConnection { connection in
+        try await store.client.withOpenConnection { connection in
             try await advance(name, holder: holder, to: position, on: connection)
         }
     }
@@ -141,7 +141,7 @@ package struct TriggerLedger: Sendable {
 
     /// Forgets done-markers at or below a position the trigger has passed.
     package func clearDone(_ name: String, through position: Int64) async throws {
-        try await store.client.query(
+        try await store.client.fetch(
             "DELETE FROM psync_trigger_done WHERE trigger = \(name) AND seq <= \(position)", logger: logger)
     }
 
@@ -156,7 +156,7 @@ package struct TriggerLedger: Sendable {
 
     /// Dead letters, newest first; by default only those not yet retried successfully.
     package func deadLetters(trigger: String? = nil, includeRetried: Bool = false) async throws -> [DeadLetter] {
-        let rows = try await store.client.query(
+        let rows = try await store.client.fetch(
             """
             SELECT id, trigger, seq, attempts, error, created_at, retried_at FROM psync_dead_letters
             WHERE (\(trigger)::text IS NULL OR trigger = \(trigger)) AND (\(includeRetried) OR retried_at IS NULL)
@@ -180,7 +180,7 @@ package struct TriggerLedger: Sendable {
 
     /// Every trigger's position and lease.
     package func statuses() async throws -> [Status] {
-        let rows = try await store.client.query(
+        let rows = try await store.client.fetch(
             "SELECT name, position, lease_holder, lease_expires FROM psync_triggers ORDER BY name", logger: logger)
         var result: [Status] = []
         for try await (name, position, holder, expires) in rows.decode((String, Int64, String?, Date?).self) {

@@ -19,12 +19,13 @@ public struct TestDatabase: Sendable {
     ///   - exclusive: run with no other database test at the same time: for tests that assert on
     ///     time or load the machine heavily.
     ///   - timeLimit: how long the body may run once it has its database (time spent queued
-    ///     behind exclusive tests does not count); the test fails with ``TestTimeout`` after it.
+    ///     behind exclusive tests does not count); the test fails with ``TestTimeout`` after it,
+    ///     and the body, cancelled, is no longer waited for, so the tests queued behind it go on.
     public static func with<Result: Sendable>(
         maximumConnections: Int = 20,
         exclusive: Bool = false,
         timeLimit: Duration = .seconds(120),
-        _ body: @Sendable (TestDatabase) async throws -> Result
+        _ body: @escaping @Sendable (TestDatabase) async throws -> Result
     ) async throws -> Result {
         try await TestScheduling.run(exclusive: exclusive, limit: timeLimit) {
             try await withDatabase(maximumConnections: maximumConnections, body)

@@ -1,4 +1,5 @@
 import Foundation
+import SyncStorage
 
 /// Lets a test run alone: tests whose assertions involve time (a deadline, a latency) or that
 /// load the machine heavily take the lock exclusively, every other database test shares it.
@@ -18,6 +19,10 @@ actor TestScheduling {
 
     @TaskLocal static var holding = false
 
+    /// Keeps the tests' time limits apart from the deadlines of the code under test, which
+    /// tests count (`DeadlineTicker.shared`).
+    private static let ticker = DeadlineTicker(resolution: .seconds(1))
+
     private var readers = 0
     private var writer = false
     private var waiting: [(exclusive: Bool, continuation: CheckedContinuation<Void, Never>)] = []
@@ -26,14 +31,16 @@ actor TestScheduling {
     ///
     /// `limit` bounds the time `body` runs once it holds the lock: a test's own time limit
     /// (swift-testing's) also counts the time it queued behind exclusive tests, which grows with
-    /// the suite, so it only backs this one up.
+    /// the suite, so it only backs this one up. A body still running at its limit is cancelled
+    /// and left behind: the test fails with ``TestTimeout`` and gives the lock back, so one test
+    /// stuck in a call that ignores cancellation cannot hold up every test queued behind it.
     static func run<Result: Sendable>(
-        exclusive: Bool, limit: Duration, _ body: @Sendable () async throws -> Result
+        exclusive: Bool, limit: Duration, _ body: @escaping @Sendable () async throws -> Result
     ) async throws -> Result {
         if holding { return try await body() }
         await shared.acquire(exclusive: exclusive)
         do {
-            let result = try await $holding.withValue(true) { try await bounded(by: limit, body) }
+            let result = try await bounded(by: limit) { try await $holding.withValue(true) { try await body() } }
             await shared.release(exclusive: exclusive)
             return result
         } catch {
@@ -42,23 +49,15 @@ actor TestScheduling {
         }
     }
 
+    /// The result of `body`, or ``TestTimeout`` once `limit` has passed; `body` is then
+    /// cancelled but not waited for (``withDeadline(_:_:_:)``).
     private static func bounded<Result: Sendable>(
-        by limit: Duration, _ body: @Sendable () async throws -> Result
+        by limit: Duration, _ body: @escaping @Sendable () async throws -> Result
     ) async throws -> Result {
-        // The group awaits both children before it returns, so `body` does not outlive the call.
-        try await withoutActuallyEscaping(body) { body in
-            try await withThrowingTaskGroup(of: Result?.self) { group in
-                group.addTask { try await body() }
-                group.addTask {
-                    try await Task.sleep(for: limit)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let result = try await group.next()! else {
-                    throw TestTimeout(what: "the test to finish: it held the database for more than \(limit)")
-                }
-                return result
-            }
+        do {
+            return try await withDeadline(limit, "the test", ticker: ticker, body)
+        } catch is DeadlineError {
+            throw TestTimeout(what: "the test to finish: it held the database for more than \(limit)")
         }
     }
 
@@ -90,3 +89,4 @@ actor TestScheduling {
         }
     }
 }
+

@@ -19,7 +19,7 @@ enum RChatHarness {
         configuration.presenceLease = .seconds(3)
     }
 
-    static func with<Result: Sendable>(_ body: @Sendable (TestDatabase, TestServer) async throws -> Result) async throws -> Result {
+    static func with<Result: Sendable>(_ body: @escaping @Sendable (TestDatabase, TestServer) async throws -> Result) async throws -> Result {
         try await TestDatabase.with { db in
             try await TestServer.with(database: db.url, application: RChat.application, configure: configure) { server in
                 try await body(db, server)

@@ -66,7 +66,7 @@ extension ClientHarness {
     /// application, so it can be killed and started again), exclusively of other database tests.
     static func withSignedInUser(
         pingInterval: Duration = .seconds(20), pongTimeout: Duration = .seconds(10),
-        _ body: @Sendable (SignedInUser) async throws -> Void
+        _ body: @escaping @Sendable (SignedInUser) async throws -> Void
     ) async throws {
         let harness = ClientHarness()
         defer { harness.cleanUp() }
@@ -94,7 +94,7 @@ extension ClientHarness {
 extension ClientHarness {
     /// Runs `body` with Ann's running client, signed up on an in-process server with
     /// ``SharedRules``, and her user id.
-    static func withAnn(_ body: @Sendable (TestDatabase, SyncClient, String) async throws -> Void) async throws {
+    static func withAnn(_ body: @escaping @Sendable (TestDatabase, SyncClient, String) async throws -> Void) async throws {
         let harness = ClientHarness()
         defer { harness.cleanUp() }
         try await TestDatabase.with { db in

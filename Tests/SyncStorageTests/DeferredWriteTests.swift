@@ -18,7 +18,7 @@ struct DeferredWriteTests {
     static let counter = key("Counter", "k")
 
     /// Runs `body` with a database holding Counter `k` at 0.
-    static func withCounter(_ body: @Sendable (TestDatabase, ObjectStore) async throws -> Void) async throws {
+    static func withCounter(_ body: @escaping @Sendable (TestDatabase, ObjectStore) async throws -> Void) async throws {
         try await TestDatabase.with { db in
             let store = db.store()
             try await store.apply([.put(counter, body: ["count": 0])], in: room)

@@ -15,7 +15,7 @@ package struct APIKeyStore: Sendable {
     /// Stores a key under a name that has no live key (a revoked one is replaced); `false`
     /// when the name has a live key.
     package func create(name: String, digest: Data) async throws -> Bool {
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             """
             INSERT INTO psync_api_keys AS k (name, key_hash) VALUES (\(name), \(digest))
             ON CONFLICT (name) DO UPDATE SET key_hash = EXCLUDED.key_hash, created_at = now(), revoked_at = NULL
@@ -30,7 +30,7 @@ package struct APIKeyStore: Sendable {
     /// in one transaction; whether there was one.
     package func revoke(name: String) async throws -> Bool {
         let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.withOpenTransaction(logger: logger) { connection in
             var digests: [Data] = []
             for try await digest in try await connection.query(
                 "UPDATE psync_api_keys SET revoked_at = now() WHERE name = \(name) AND revoked_at IS NULL RETURNING key_hash",
@@ -43,7 +43,7 @@ package struct APIKeyStore: Sendable {
 
     /// The live keys' names, with when they were created and last used.
     package func list() async throws -> [(name: String, created: Date, lastUsed: Date?)] {
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             "SELECT name, created_at, last_used_at FROM psync_api_keys WHERE revoked_at IS NULL ORDER BY name", logger: logger)
         var keys: [(name: String, created: Date, lastUsed: Date?)] = []
         for try await (name, created, lastUsed) in rows.decode((String, Date, Date?).self) { keys.append((name, created, lastUsed)) }
@@ -52,7 +52,7 @@ package struct APIKeyStore: Sendable {
 
     /// The name of the live key with this digest, noting its use (at most once a minute).
     package func name(ofKeyWith digest: Data) async throws -> String? {
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             """
             UPDATE psync_api_keys SET last_used_at = now()
             WHERE key_hash = \(digest) AND revoked_at IS NULL
@@ -61,7 +61,7 @@ package struct APIKeyStore: Sendable {
             """, logger: logger)
         for try await name in rows.decode(String.self) { return name }
         // Recently used keys are not updated again; look them up without writing.
-        let again = try await client.query(
+        let again = try await client.fetch(
             "SELECT name FROM psync_api_keys WHERE key_hash = \(digest) AND revoked_at IS NULL", logger: logger)
         for try await name in again.decode(String.self) { return name }
         return nil

@@ -37,7 +37,7 @@ package struct AccountStore: Sendable {
 
     /// The account of a lowercased email: its id and password hash.
     package func credentials(emailKey: String) async throws -> (userID: String, passwordHash: String)? {
-        let rows = try await client.query("SELECT id, password_hash FROM psync_users WHERE email_key = \(emailKey)", logger: logger)
+        let rows = try await client.fetch("SELECT id, password_hash FROM psync_users WHERE email_key = \(emailKey)", logger: logger)
         for try await (id, hash) in rows.decode((String, String).self) { return (id, hash) }
         return nil
     }
@@ -61,13 +61,13 @@ package struct AccountStore: Sendable {
     /// The email an account registered with, or `nil` when there is no such account.
     package func email(of userID: String) async throws -> String? {
         let logger = self.logger
-        return try await client.withConnection { try await Self.email(of: userID, on: $0, logger: logger) }
+        return try await client.withOpenConnection { try await Self.email(of: userID, on: $0, logger: logger) }
     }
 
     /// The id of the account of an email (case-insensitively), or `nil`.
     package func userID(ofEmail email: String) async throws -> String? {
         let logger = self.logger
-        return try await client.withConnection { try await Self.userID(ofEmail: email, on: $0, logger: logger) }
+        return try await client.withOpenConnection { try await Self.userID(ofEmail: email, on: $0, logger: logger) }
     }
 
     /// The id of the account of an email, read on `connection` (inside its transaction).

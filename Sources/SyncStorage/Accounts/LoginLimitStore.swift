@@ -41,7 +41,7 @@ package struct LoginLimitStore: Sendable {
     /// The failed-login counters of an account, an address and the pair, in windows of `window`.
     package func loginFailures(emailKey: String, address: String, window: Duration, backoff: Duration) async throws -> [Count] {
         let pair = Self.pairSubject(emailKey: emailKey, address: address)
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             """
             SELECT scope, failures,
                    EXTRACT(EPOCH FROM window_start + make_interval(secs => \(window.intervalSeconds)) - now())::float8,
@@ -64,7 +64,7 @@ package struct LoginLimitStore: Sendable {
     package func recordLoginFailure(emailKey: String, address: String, window: Duration) async throws {
         let seconds = window.intervalSeconds
         let pair = Self.pairSubject(emailKey: emailKey, address: address)
-        try await client.query(
+        try await client.fetch(
             """
             INSERT INTO psync_login_failures AS f (scope, subject, window_start, failures, last_failure_at)
             VALUES (\(Scope.accountAddress.rawValue), \(pair), now(), 1, now()),
@@ -80,7 +80,7 @@ package struct LoginLimitStore: Sendable {
     /// Clears the account-and-address counter (a successful login), not the others.
     package func clearLoginFailures(emailKey: String, address: String) async throws {
         let pair = Self.pairSubject(emailKey: emailKey, address: address)
-        try await client.query(
+        try await client.fetch(
             "DELETE FROM psync_login_failures WHERE scope = \(Scope.accountAddress.rawValue) AND subject = \(pair)", logger: logger)
     }
 
@@ -88,7 +88,7 @@ package struct LoginLimitStore: Sendable {
     /// seconds until it ends.
     package func countRegistration(address: String, window: Duration) async throws -> (count: Int, windowLeft: Double) {
         let seconds = window.intervalSeconds
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             """
             INSERT INTO psync_login_failures AS f (scope, subject, window_start, failures)
             VALUES (\(Scope.registration.rawValue), \(address), now(), 1)

@@ -31,7 +31,7 @@ package struct RefreshTokenStore: Sendable {
 
     /// Stores a token of a new or continuing family.
     package func insert(digest: Data, userID: String, family: UUID, lifetime: Duration) async throws {
-        try await client.query(
+        try await client.fetch(
             """
             INSERT INTO psync_refresh_tokens (token_hash, user_id, family, expires_at)
             VALUES (\(digest), \(userID), \(family), now() + make_interval(secs => \(lifetime.intervalSeconds)))
@@ -44,7 +44,7 @@ package struct RefreshTokenStore: Sendable {
     /// instance). Within the grace a used token rotates again (a client whose answer was lost).
     package func rotate(digest: Data, replacement: Data, grace: Duration, lifetime: Duration, revocationLifetime: Duration) async throws -> Rotation {
         let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.withOpenTransaction(logger: logger) { connection in
             guard let family = try await Self.lockFamily(of: digest, on: connection, logger: logger) else { return .refused }
             // Read after the lock: every rotation or revocation committed before it is seen. The
             // grace is measured on the clock, not at transaction start (`now()`): a transaction
@@ -85,7 +85,7 @@ package struct RefreshTokenStore: Sendable {
     /// `revocationLifetime`, on every instance); the revocation, or `nil` for an unknown token.
     package func revokeFamily(of digest: Data, revocationLifetime: Duration) async throws -> Revocation? {
         let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.withOpenTransaction(logger: logger) { connection in
             guard let family = try await Self.lockFamily(of: digest, on: connection, logger: logger) else { return nil }
             try await Self.revoke(family: family, on: connection, logger: logger)
             let revocation = Revocation.family(family.uuidString)

@@ -28,7 +28,7 @@ package struct BlobStore: Sendable {
 
     /// The blob stored under `digest`, if any.
     package func blob(_ digest: BlobDigest) async throws -> Blob? {
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             "SELECT location, length, content_type, uploader FROM psync_blobs WHERE digest = \(digest.rawValue)",
             logger: logger)
         for try await (location, length, contentType, uploader) in rows.decode((String, Int64, String, String).self) {
@@ -39,7 +39,7 @@ package struct BlobStore: Sendable {
 
     /// The bytes of `principal`'s blobs: what counts against their quota.
     package func usage(of principal: String) async throws -> Int64 {
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             "SELECT coalesce(sum(length), 0)::bigint FROM psync_blobs WHERE uploader = \(principal)", logger: logger)
         for try await total in rows.decode(Int64.self) { return total }
         return 0
@@ -53,7 +53,7 @@ package struct BlobStore: Sendable {
     package func publish(
         _ digest: BlobDigest, location: String, length: Int64, contentType: String, uploader: String, quota: Int64
     ) async throws -> Bool {
-        let outcome: Result<Bool, SyncError> = try await client.withTransaction(logger: logger) { connection in
+        let outcome: Result<Bool, SyncError> = try await client.withOpenTransaction(logger: logger) { connection in
             try await connection.query(
                 "SELECT pg_advisory_xact_lock(hashtextextended('psync_blob_quota:' || \(uploader), 0))", logger: logger)
             let rows = try await connection.query(
@@ -86,7 +86,7 @@ package struct BlobStore: Sendable {
     /// The partitions whose live objects reference `digest` (at most `limit`): a principal who
     /// may read one of them may read the blob.
     package func referencingPartitions(_ digest: BlobDigest, limit: Int = 64) async throws -> [String] {
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             """
             SELECT DISTINCT partition FROM psync_blob_refs
             WHERE digest = \(digest.rawValue) AND released_at IS NULL
@@ -109,7 +109,7 @@ package struct BlobStore: Sendable {
     @discardableResult
     package func collect(unreferencedFor unreferenced: Duration, releasedFor released: Duration, limit: Int = 500) async throws -> Int {
         let (grace, horizon) = (Self.seconds(unreferenced), Self.seconds(released))
-        let locations: [String] = try await client.withTransaction(logger: logger) { connection in
+        let locations: [String] = try await client.withOpenTransaction(logger: logger) { connection in
             let candidates = try await connection.query(
                 """
                 SELECT b.digest FROM psync_blobs b
@@ -156,12 +156,12 @@ package struct BlobStore: Sendable {
     /// Removes the bytes of deleted blobs: those of this collection, and those a collection
     /// that stopped between its commit and the removal left behind.
     func emptyTrash() async throws {
-        let rows = try await client.query("SELECT location FROM psync_blob_trash LIMIT 1000", logger: logger)
+        let rows = try await client.fetch("SELECT location FROM psync_blob_trash LIMIT 1000", logger: logger)
         var locations: [String] = []
         for try await location in rows.decode(String.self) { locations.append(location) }
         guard !locations.isEmpty else { return }
         try await content.remove(locations)
-        try await client.query("DELETE FROM psync_blob_trash WHERE location = ANY(\(locations)::text[])", logger: logger)
+        try await client.fetch("DELETE FROM psync_blob_trash WHERE location = ANY(\(locations)::text[])", logger: logger)
     }
 
     static func seconds(_ duration: Duration) -> Double {

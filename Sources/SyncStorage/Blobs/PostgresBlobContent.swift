@@ -25,7 +25,7 @@ package struct PostgresBlobContent: BlobContentStore {
     }
 
     package func beginUpload(by principal: String) async throws -> any BlobContentUpload {
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             "INSERT INTO psync_blob_uploads (principal) VALUES (\(principal)) RETURNING id", logger: logger)
         for try await id in rows.decode(Int64.self) {
             return Upload(id: id, content: self)
@@ -46,7 +46,7 @@ package struct PostgresBlobContent: BlobContentStore {
             let end = min(range.upperBound, (from + chunksPerRead) * chunkSize)
             guard start < end else { return nil }
             let to = (end - 1) / chunkSize + 1
-            let rows = try await client.query(
+            let rows = try await client.fetch(
                 """
                 SELECT seq, data FROM psync_blob_chunks
                 WHERE upload = \(upload) AND seq >= \(Int32(from)) AND seq < \(Int32(to))
@@ -74,7 +74,7 @@ package struct PostgresBlobContent: BlobContentStore {
     package func remove(_ locations: [String]) async throws {
         let ids = locations.compactMap { Int64($0) }
         guard !ids.isEmpty else { return }
-        try await client.query(
+        try await client.fetch(
             """
             WITH chunks AS (DELETE FROM psync_blob_chunks WHERE upload = ANY(\(ids)::bigint[]))
             DELETE FROM psync_blob_uploads WHERE id = ANY(\(ids)::bigint[])
@@ -83,7 +83,7 @@ package struct PostgresBlobContent: BlobContentStore {
 
     package func removeAbandoned(idleFor age: Duration) async throws -> Int {
         let seconds = Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             """
             WITH gone AS (
                 DELETE FROM psync_blob_uploads u
@@ -141,12 +141,12 @@ package struct PostgresBlobContent: BlobContentStore {
         }
 
         func published() async throws {
-            try await content.client.query("DELETE FROM psync_blob_uploads WHERE id = \(id)", logger: content.logger)
+            try await content.client.fetch("DELETE FROM psync_blob_uploads WHERE id = \(id)", logger: content.logger)
         }
 
         private func write(_ chunk: ByteBuffer, _ seq: Int32) async throws {
             // Touching the upload keeps it from being taken for abandoned while bytes still come.
-            try await content.client.query(
+            try await content.client.fetch(
                 """
                 WITH touched AS (UPDATE psync_blob_uploads SET started_at = now() WHERE id = \(id))
                 INSERT INTO psync_blob_chunks (upload, seq, data) VALUES (\(id), \(seq), \(chunk))

@@ -14,7 +14,7 @@ extension ObjectStore {
     /// instances expiring at once delete each object once. Returns how many were deleted.
     @discardableResult
     package func expireDue(limit: Int = 1_000) async throws -> Int {
-        let rows = try await client.query(
+        let rows = try await client.fetch(
             """
             SELECT collection, id, partition FROM psync_expiries
             WHERE expires_at <= now() ORDER BY expires_at LIMIT \(limit)
@@ -50,7 +50,7 @@ extension ObjectStore {
 
     /// When the next object expires, if any does.
     package func nextExpiry() async throws -> Date? {
-        let rows = try await client.query("SELECT min(expires_at) FROM psync_expiries", logger: logger)
+        let rows = try await client.fetch("SELECT min(expires_at) FROM psync_expiries", logger: logger)
         for try await date in rows.decode(Date?.self) { return date }
         return nil
     }

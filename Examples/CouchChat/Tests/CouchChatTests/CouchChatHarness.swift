@@ -9,7 +9,7 @@ struct CouchChatHarness {
     let db: TestDatabase
 
     /// Runs `body` with a CouchChat server on a new database.
-    static func with(_ body: @Sendable (CouchChatHarness) async throws -> Void) async throws {
+    static func with(_ body: @escaping @Sendable (CouchChatHarness) async throws -> Void) async throws {
         try await TestDatabase.with { db in
             try await TestServer.with(database: db, application: .couchChat) { server in
                 try await body(CouchChatHarness(server: server, db: db))
