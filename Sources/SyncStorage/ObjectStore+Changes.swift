@@ -153,50 +153,53 @@ extension ObjectStore {
         _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?,
         object: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, Int64, UnsafeRawBufferPointer?) throws -> Void
     ) async throws -> PageRead<Int> {
-        let rows = try await client.fetch(
-            """
-            SELECT * FROM psync_page(\(partition.description), \(position.version), \(position.after?.collection)::text,
-                                     \(position.after?.id)::text, \(floor)::bigint, \(limit + 1))
-            """, logger: logger)
-        var found = PageRead<Int>(objects: 0)
-        var last: (version: Int64, collection: ByteBuffer, id: ByteBuffer)?
-        var bytes = 0
-        for try await row in rows {
-            var cells = row.makeIterator()
-            guard let head = cells.next(), let pruned = cells.next(), let collection = cells.next(), let id = cells.next(),
-                let version = cells.next(), let body = cells.next()
-            else { throw PostgresDecodingError.Code.missingData }
-            found.head = try head.int64() ?? 0
-            found.prunedThrough = try pruned.int64() ?? 0
-            guard let collectionBytes = collection.bytes, let idBytes = id.bytes, let objectVersion = try version.int64() else {
-                continue  // the partition's head alone: no object after the position
-            }
-            guard found.objects < limit else {
-                found.more = true
-                continue
-            }
-            let size = collectionBytes.readableBytes + idBytes.readableBytes + (body.bytes?.readableBytes ?? 0)
-            if found.objects > 0, bytes + size > configuration.maximumPageBytes {
-                found.more = true
-                break
-            }
-            bytes += size
-            try collectionBytes.withUnsafeReadableBytes { collectionText in
-                try idBytes.withUnsafeReadableBytes { idText in
-                    if let bodyBytes = body.bytes {
-                        try JSONB.withText(of: bodyBytes) { try object(collectionText, idText, objectVersion, $0) }
-                    } else {
-                        try object(collectionText, idText, objectVersion, nil)
+        // Streamed inside the lease (not `fetch`): a page's rows are decoded as they arrive.
+        try await client.withOpenConnection { connection in
+            let rows = try await connection.query(
+                """
+                SELECT * FROM psync_page(\(partition.description), \(position.version), \(position.after?.collection)::text,
+                                         \(position.after?.id)::text, \(floor)::bigint, \(limit + 1))
+                """, logger: logger)
+            var found = PageRead<Int>(objects: 0)
+            var last: (version: Int64, collection: ByteBuffer, id: ByteBuffer)?
+            var bytes = 0
+            for try await row in rows {
+                var cells = row.makeIterator()
+                guard let head = cells.next(), let pruned = cells.next(), let collection = cells.next(), let id = cells.next(),
+                    let version = cells.next(), let body = cells.next()
+                else { throw PostgresDecodingError.Code.missingData }
+                found.head = try head.int64() ?? 0
+                found.prunedThrough = try pruned.int64() ?? 0
+                guard let collectionBytes = collection.bytes, let idBytes = id.bytes, let objectVersion = try version.int64() else {
+                    continue  // the partition's head alone: no object after the position
+                }
+                guard found.objects < limit else {
+                    found.more = true
+                    continue
+                }
+                let size = collectionBytes.readableBytes + idBytes.readableBytes + (body.bytes?.readableBytes ?? 0)
+                if found.objects > 0, bytes + size > configuration.maximumPageBytes {
+                    found.more = true
+                    break
+                }
+                bytes += size
+                try collectionBytes.withUnsafeReadableBytes { collectionText in
+                    try idBytes.withUnsafeReadableBytes { idText in
+                        if let bodyBytes = body.bytes {
+                            try JSONB.withText(of: bodyBytes) { try object(collectionText, idText, objectVersion, $0) }
+                        } else {
+                            try object(collectionText, idText, objectVersion, nil)
+                        }
                     }
                 }
+                found.objects += 1
+                last = (objectVersion, collectionBytes, idBytes)
             }
-            found.objects += 1
-            last = (objectVersion, collectionBytes, idBytes)
+            if let last {
+                found.last = (last.version, ObjectKey(uncheckedCollection: String(buffer: last.collection), id: String(buffer: last.id)))
+            }
+            return found
         }
-        if let last {
-            found.last = (last.version, ObjectKey(uncheckedCollection: String(buffer: last.collection), id: String(buffer: last.id)))
-        }
-        return found
     }
 }
 

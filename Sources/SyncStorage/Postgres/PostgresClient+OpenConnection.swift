@@ -18,7 +18,7 @@ import PostgresNIO
 /// sends no `ROLLBACK` on it. Results are read whole inside the lease.
 extension PostgresClient {
     /// Runs `body` with a connection of the pool that is open when `body` starts.
-    package func withOpenConnection<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+    package func withOpenConnection<Result>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
         while true {
             let outcome: Result? = try await withConnection { connection in
                 guard !connection.isClosed else {
