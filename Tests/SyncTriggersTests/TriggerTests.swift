@@ -126,9 +126,9 @@ struct TriggerTests {
             try await TriggerHarness.running([service]) {
                 try await store.upload(Upload(partition: room, operations: [.put(key("Message", "bad"), body: ["poison": true])], principal: "u"))
                 try await store.upload(Upload(partition: room, operations: [.put(key("Message", "good"), body: [:])], principal: "u"))
-                #expect(try await TriggerHarness.eventually { try await tallyBody(store)?["messages"] == 1 })
+                #expect(try await TriggerHarness.eventually(timeout: .seconds(60)) { try await tallyBody(store)?["messages"] == 1 })
                 let letters = try await TriggerLedger(store: store).deadLetters()
-                #expect(letters.count == 1)
+                try #require(letters.count == 1)
                 #expect(letters.first?.attempts == 3)
                 #expect(letters.first?.error.contains("poisoned message") == true)
                 let admin = TriggerAdmin(store: store, triggers: [poison], logger: db.logger)

@@ -69,7 +69,9 @@ extension PostgresConnection {
     /// Closes the connection if it is not closed yet, and returns once the close is complete
     /// (and the pool, which hears of it first, has forgotten the connection).
     func finishClosing() async {
-        try? await close()
+        // `close()` returns at once for a connection already inactive: wait for the close itself.
+        if !isClosed { try? await close() }
+        try? await closeFuture.get()
     }
 }
 
