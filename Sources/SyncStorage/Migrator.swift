@@ -101,9 +101,7 @@ package struct Migrator: Sendable {
                 """, logger: logger)
             try await connection.query("COMMIT", logger: logger)
         } catch {
-            if !connection.isClosed, !endsConnection(error) {
-                _ = try? await connection.query("ROLLBACK", logger: logger)
-            }
+            await connection.rollBack(after: error, logger: logger)
             throw error
         }
     }

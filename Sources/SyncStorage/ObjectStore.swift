@@ -171,10 +171,7 @@ package final class ObjectStore: Sendable {
                         committed(transaction)
                         return result
                     } catch {
-                        // Not on a connection the error ended: see withOpenConnection.
-                        if !connection.isClosed, !endsConnection(error) {
-                            _ = try? await connection.query("ROLLBACK", logger: logger)
-                        }
+                        await connection.rollBack(after: error, logger: logger)
                         throw error
                     }
                 }

@@ -62,9 +62,9 @@ extension PartitionHandle {
     }
 
     /// A live query ordered by a property (ties by object id, so the order is stable).
-    public func query<T: SyncModel & Equatable, Value: Comparable>(
+    public func query<T: SyncModel & Equatable, Value: Comparable & Sendable>(
         _ type: T.Type, where isIncluded: @escaping @Sendable (T) -> Bool = { _ in true },
-        sortedBy property: KeyPath<T, Value> & Sendable
+        sortedBy property: any KeyPath<T, Value> & Sendable
     ) -> LiveQuery<T> {
         query(type, where: isIncluded) { a, b in
             let (x, y) = (a[keyPath: property], b[keyPath: property])

@@ -48,9 +48,7 @@ extension PostgresClient {
                 try await connection.query("COMMIT", logger: logger)
                 return result
             } catch {
-                if !connection.isClosed, !endsConnection(error) {
-                    _ = try? await connection.query("ROLLBACK", logger: logger)
-                }
+                await connection.rollBack(after: error, logger: logger)
                 throw error
             }
         }
@@ -66,6 +64,13 @@ extension PostgresClient {
 }
 
 extension PostgresConnection {
+    /// Rolls back the open transaction after `error`, unless the error ended the connection
+    /// (a `ROLLBACK` written to it could be lost: see ``PostgresClient/withOpenConnection(_:)``).
+    package func rollBack(after error: any Error, logger: Logger) async {
+        guard !isClosed, !endsConnection(error) else { return }
+        _ = try? await query("ROLLBACK", logger: logger)
+    }
+
     /// Closes the connection if it is not closed yet, and returns once the close is complete
     /// (and the pool, which hears of it first, has forgotten the connection).
     func finishClosing() async {
