@@ -315,7 +315,17 @@ package final class WriteTransaction {
         let changes = try OperationApplier(partition: partition, limits: store.limits)
             .apply(operations, to: current, encoding: !(defersWrites && defersEncoding))
         try await checkBlobReferences(changes, of: operations)
-        try await validate?(changes, self)
+        guard let validate else { return changes }
+        // The validators read the upload's own changes (a room made in the upload is there for
+        // the check of a message put into it); a refusal leaves the transaction's view as it was.
+        let before = changes.map { ($0.key, known[$0.key]) }
+        for change in changes { known[change.key] = (partition.description, change.after) }
+        do {
+            try await validate(changes, self)
+        } catch {
+            for (key, entry) in before { known[key] = entry }
+            throw error
+        }
         return changes
     }
 

@@ -3,7 +3,7 @@ import SyncProtocol
 import SyncStorage
 
 /// What a write validator can read (``ObjectReading``), inside the upload's transaction:
-/// reads see the upload's earlier writes.
+/// reads see the upload's own changes and those of the uploads before it in the transaction.
 public struct ValidationContext: ObjectReading {
     package let transaction: WriteTransaction
 

@@ -1,7 +1,7 @@
 import PartitionSync
 
 /// The sync function's validation and routing, run on every change of an upload in its
-/// transaction (so reads see the upload's earlier writes); a refusal is `validation_failed`
+/// transaction (so reads see the upload's own changes); a refusal is `validation_failed`
 /// with the reason, and nothing of the upload is written.
 ///
 /// Routing: `profiles=all` holds profiles, `room=R` the room R and its chats, and nothing
