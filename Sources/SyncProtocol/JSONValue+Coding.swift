@@ -26,9 +26,14 @@ extension JSONValue {
         return try decoder.decode(T.self, from: Data(jsonBytes))
     }
 
-    /// A date as ISO 8601 in UTC with milliseconds: `2026-11-22T10:00:00.000Z`.
+    /// A date as ISO 8601 in UTC with milliseconds, to the nearest: `2026-11-22T10:00:00.000Z`.
+    /// A date read back from that text writes the same text again, so a model decoded and
+    /// encoded again keeps its dates (the formatter truncates, and a parsed `…:40.027Z` is
+    /// often a hair below 40.027 s: formatting the middle of the millisecond keeps it 027).
     public static func iso8601(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        let middle = Date(timeIntervalSince1970: (milliseconds + 0.5) / 1000)
+        return middle.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
     }
 
     /// Reads an ISO 8601 date with or without fractional seconds.
