@@ -204,6 +204,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Test-only (no product): a client process that ClientKillTests kills with SIGKILL.
+        .executableTarget(
+            name: "psync-client-probe",
+            dependencies: ["SyncClient", "SyncProtocol", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
         // The benchmarks: a server process, real WebSocket clients, and the raw PostgreSQL floor.
         .executableTarget(
             name: "psync-bench",

@@ -135,6 +135,7 @@ extension SyncClient {
     private func endSession() {
         outgoing?.finish()
         outgoing = nil
+        subscriptionsWaitFor = nil
         setStatus(.offline)
         answerWaiter?.continuation.resume(returning: .disconnected)
         answerWaiter = nil
@@ -150,9 +151,12 @@ extension SyncClient {
         case .ready:
             sessionAccepted = true
             setStatus(.online)
-            for (partition, cursor) in storing("reading the open partitions", or: [], { try store.openPartitions() }) {
-                outgoing?.yield(.subscribe(partition: partition, cursor: cursor))
-            }
+            // The oldest unacknowledged upload may have been applied already, its ack lost with
+            // the last connection or process. Its effect would come in the partition's changes
+            // while it is still replayed from the queue, shown twice until the (replayed) ack:
+            // so it goes first, and the partitions are subscribed once it is answered.
+            subscriptionsWaitFor = storing("reading the upload queue", or: nil, { try store.nextToSend() })?.requestId
+            if subscriptionsWaitFor == nil { subscribeOpenPartitions() }
             wakeUploader()
         case .changes(let batch):
             guard storing("reading whether \(batch.partition) is open", or: false, { try store.isOpen(batch.partition) }) else { return }
@@ -196,7 +200,15 @@ extension SyncClient {
         }
     }
 
+    private func subscribeOpenPartitions() {
+        subscriptionsWaitFor = nil
+        for (partition, cursor) in storing("reading the open partitions", or: [], { try store.openPartitions() }) {
+            outgoing?.yield(.subscribe(partition: partition, cursor: cursor))
+        }
+    }
+
     private func answer(_ requestId: String, _ outcome: UploadAnswer) {
+        if requestId == subscriptionsWaitFor, outcome != .disconnected { subscribeOpenPartitions() }
         guard let waiter = answerWaiter, waiter.requestId == requestId else { return }
         answerWaiter = nil
         waiter.continuation.resume(returning: outcome)
@@ -226,6 +238,8 @@ extension SyncClient {
                     emit(.blobRefused(blob.digest, error))
                     stateChanged()
                 case .failed:
+                    // The queue is stuck behind this blob for now: downloads wait no longer.
+                    if subscriptionsWaitFor != nil { subscribeOpenPartitions() }
                     try? await Task.sleep(for: configuration.reconnectDelay * 4)
                 }
                 continue

@@ -32,6 +32,8 @@ public actor SyncClient {
     var signedInWakeup: CheckedContinuation<Void, Never>?
     /// Whether the current connection got `ready`.
     var sessionAccepted = false
+    /// The upload the current connection sends before it subscribes (see ``handle(_:)``, `ready`).
+    var subscriptionsWaitFor: String?
     /// When the current connection last received a message, for the liveness check.
     var lastHeard = ContinuousClock.now
     /// Every change batch received, for the tests.
@@ -69,7 +71,7 @@ public actor SyncClient {
     /// Opens a partition: it is kept in the store and followed live while connected.
     public func open(_ partition: Partition) throws -> PartitionHandle {
         let cursor = try store.setOpen(partition, true)
-        if status == .online {
+        if status == .online, subscriptionsWaitFor == nil {
             outgoing?.yield(.subscribe(partition: partition, cursor: cursor))
         }
         return PartitionHandle(client: self, partition: partition)
