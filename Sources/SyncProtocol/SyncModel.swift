@@ -17,6 +17,13 @@ public protocol SyncModel: Codable, Sendable {
     static var collection: String { get }
     /// The object id.
     var _id: String { get }
+    /// The value of the `type` field that names this kind of document, for a ``ModelFactory``:
+    /// the collection unless the model says otherwise.
+    static var documentType: String { get }
+}
+
+extension SyncModel {
+    public static var documentType: String { collection }
 }
 
 extension SyncModel {
