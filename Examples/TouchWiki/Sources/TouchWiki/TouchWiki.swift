@@ -1,0 +1,39 @@
+import PartitionSync
+
+/// TouchWiki, the Couchbase Lite wiki demo, on PartitionSync: wikis with an owner and members,
+/// Markdown pages named `<wikiId>:<Page Name>`, and the server's timestamps.
+///
+/// ```swift
+/// await PartitionSyncCommand.main(application: .touchWiki)
+/// ```
+public enum TouchWiki {
+    /// The application: rules, the validator, the triggers and the index they search by.
+    public static var application: SyncApplication {
+        var permissions = Permissions()
+        permissions.register(WikiRule(), forKey: "wiki")
+        permissions.register(
+            ClosureRule(read: { principal, partition, _ in principal.userID == partition.value }, write: { _, _, _ in false }),
+            forKey: "user")
+        permissions.add(TouchWikiValidator())
+        return SyncApplication(
+            permissions: permissions,
+            triggers: [TouchWikiTriggers.timestamps, TouchWikiTriggers.wikiLists, TouchWikiTriggers.accounts, TouchWikiTriggers.deletedWikis],
+            // What the triggers search by: the pages of a wiki, the wikis that name a user.
+            indexes: [
+                try! .field(collection: WikiPage.collection, path: "wiki_id"),
+                try! .field(collection: Wiki.collection, path: "owner_id"),
+                try! .arrayContains(collection: Wiki.collection, path: "members"),
+            ])
+    }
+
+    /// What TouchWiki calls a user (the seed's user ids): the email of their account,
+    /// lowercased. `nil` for services and deleted accounts.
+    public static func name(of principal: Principal, context: some ObjectReading) async throws -> String? {
+        try await context.email(of: principal)?.lowercased()
+    }
+}
+
+extension SyncApplication {
+    /// TouchWiki: `PartitionSyncCommand.main(application: .touchWiki)`.
+    public static var touchWiki: SyncApplication { TouchWiki.application }
+}

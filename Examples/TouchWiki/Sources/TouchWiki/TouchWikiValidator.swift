@@ -1,0 +1,104 @@
+import PartitionSync
+
+/// What may be written, checked on every change of an upload inside its transaction (reads
+/// see the upload's own changes); a refusal is `validation_failed` with the reason, and
+/// nothing of the upload is written.
+///
+/// - A wiki lives in `wiki=<its id>`. A new one names its writer as `owner_id`; the owner
+///   never changes; only the owner changes `members` or deletes the wiki; members may edit
+///   its title and description.
+/// - A page's id is `<wikiId>:<name>`, its `wiki_id` that prefix, which is also its
+///   partition's value, and its wiki exists.
+/// - `created_at` and `updated_at` are the server's (``TouchWikiTriggers/timestamps``): a
+///   user's write leaves them as they are.
+struct TouchWikiValidator: WriteValidator {
+    /// The most members a wiki lists.
+    static let maximumMembers = 1_000
+    /// The longest wiki title, in characters.
+    static let maximumTitleLength = 200
+    /// The longest Markdown text of a page or wiki, in characters.
+    static let maximumMarkdownLength = 1_000_000
+
+    func validate(_ change: ObjectChange, in partition: Partition, by principal: Principal, context: ValidationContext) async throws {
+        guard let name = try await TouchWiki.name(of: principal, context: context) else {
+            throw refusal("only users write TouchWiki documents")
+        }
+        switch (partition.key, change.key.collection) {
+        case ("wiki", Wiki.collection):
+            try checkWiki(change, in: partition, writer: name)
+        case ("wiki", WikiPage.collection):
+            try await checkPage(change, in: partition, context: context)
+        default:
+            throw refusal("a \(partition.key) partition holds no \(change.key.collection) documents")
+        }
+        if change.after.body != nil {
+            for field in ["created_at", "updated_at"] where change.before.body?[field] != change.after.body?[field] {
+                throw refusal("\(field) is set by the server: leave it out of your writes")
+            }
+        }
+    }
+
+    private func checkWiki(_ change: ObjectChange, in partition: Partition, writer: String) throws {
+        guard change.key.id == partition.value else { throw refusal("wiki \(change.key.id) lives in wiki=\(change.key.id)") }
+        let before = try decode(Wiki.self, change.before.body, change.key)
+        let after = try decode(Wiki.self, change.after.body, change.key)
+        guard let after else {
+            guard before?.owner_id == writer else { throw refusal("only the owner may delete a wiki") }
+            return
+        }
+        guard !after.title.isEmpty, after.title.count <= Self.maximumTitleLength else {
+            throw refusal("a wiki's title has 1 to \(Self.maximumTitleLength) characters")
+        }
+        try checkMarkdown(after.markdown)
+        let members = after.members ?? []
+        guard members.count <= Self.maximumMembers, members.allSatisfy(Self.isName) else {
+            throw refusal("members are at most \(Self.maximumMembers) lowercase email addresses")
+        }
+        guard let before else {
+            guard after.owner_id == writer else { throw refusal("a new wiki names its creator, \(writer), as its owner") }
+            return
+        }
+        guard after.owner_id == before.owner_id else { throw refusal("a wiki's owner does not change") }
+        guard Set(members) == Set(before.members ?? []) || writer == before.owner_id else {
+            throw refusal("only the owner changes a wiki's members")
+        }
+    }
+
+    private func checkPage(_ change: ObjectChange, in partition: Partition, context: ValidationContext) async throws {
+        let prefix = partition.value + ":"
+        guard change.key.id.hasPrefix(prefix), WikiPage.isName(String(change.key.id.dropFirst(prefix.count))) else {
+            throw refusal("a page of wiki \(partition.value) has the id \(prefix)<name>, a name of 1 to \(WikiPage.maximumNameLength) characters without brackets")
+        }
+        _ = try decode(WikiPage.self, change.before.body, change.key)
+        guard let page = try decode(WikiPage.self, change.after.body, change.key) else { return }
+        guard page.wiki_id.id == partition.value else { throw refusal("a page's wiki_id is its wiki's id, \(partition.value)") }
+        try checkMarkdown(page.markdown)
+        guard try await context.object(Wiki.self, id: partition.value) != nil else {
+            throw refusal("a page goes into a wiki that exists: create wiki \(partition.value) first")
+        }
+    }
+
+    private func checkMarkdown(_ markdown: String?) throws {
+        guard (markdown?.count ?? 0) <= Self.maximumMarkdownLength else {
+            throw refusal("Markdown text has at most \(Self.maximumMarkdownLength) characters")
+        }
+    }
+
+    /// The model in a body; a body that is not one (or whose `type` is not its collection) is refused.
+    private func decode<Model: SyncModel>(_ type: Model.Type, _ body: [String: JSONValue]?, _ key: ObjectKey) throws -> Model? {
+        guard let body else { return nil }
+        guard body["type"] == .string(Model.collection) else { throw refusal("a \(Model.collection) document has type \"\(Model.collection)\"") }
+        guard let model = try? Model.decode(body, of: key) else { throw refusal("\(key) is not a valid \(Model.collection) document") }
+        return model
+    }
+
+    /// A user's name: an email address, lowercased.
+    static func isName(_ text: String) -> Bool {
+        text.count <= 254 && text == text.lowercased() && text.split(separator: "@", omittingEmptySubsequences: false).count == 2
+            && !text.hasPrefix("@") && !text.hasSuffix("@")
+    }
+
+    private func refusal(_ reason: String) -> SyncError {
+        SyncError(.validationFailed, reason)
+    }
+}
