@@ -39,4 +39,23 @@ public struct PartitionSnapshot: Sendable, Hashable {
     public var upToDate: Bool
     /// Writes to this partition not yet confirmed by the server.
     public var pendingWrites: Int
+    /// While a snapshot or catch-up of more than one page arrives: how far it is; `nil`
+    /// otherwise (up to date, or small enough to come at once).
+    public var progress: SyncProgress?
+}
+
+/// How far a partition's snapshot or catch-up is: the objects received so far and the
+/// server's count of the whole (an estimate: what commits meanwhile comes too, so `received`
+/// may pass `total` before the copy is up to date).
+public struct SyncProgress: Sendable, Hashable {
+    public var received: Int
+    public var total: Int
+
+    public init(received: Int, total: Int) {
+        self.received = received
+        self.total = total
+    }
+
+    /// `received / total`, at most 1: for a progress bar.
+    public var fraction: Double { total > 0 ? min(1, Double(received) / Double(total)) : 1 }
 }

@@ -169,7 +169,14 @@ extension SyncClient {
                 emit(.storeFailed("storing changes of \(batch.partition)", "\(error)"))
                 return
             }
-            if batch.upToDate { upToDate.insert(batch.partition) }
+            if batch.upToDate {
+                upToDate.insert(batch.partition)
+                progress[batch.partition] = nil
+            } else if let total = batch.total {
+                progress[batch.partition] = SyncProgress(received: batch.objects.count, total: total)
+            } else {
+                progress[batch.partition]?.received += batch.objects.count
+            }
             publish(batch.partition)
         case .ack(let requestId, let partition, _, let version):
             storing("recording the acknowledgement of \(requestId)") { try store.acknowledge(requestId, version: version) }
@@ -193,6 +200,7 @@ extension SyncClient {
         case .unsubscribed(let partition, let code):
             storing("closing \(partition)") { _ = try store.setOpen(partition, false) }
             upToDate.remove(partition)
+            progress[partition] = nil
             publish(partition)
             emit(.unsubscribed(partition: partition, code: code))
         case .pong:
@@ -203,7 +211,7 @@ extension SyncClient {
     private func subscribeOpenPartitions() {
         subscriptionsWaitFor = nil
         for (partition, cursor) in storing("reading the open partitions", or: [], { try store.openPartitions() }) {
-            outgoing?.yield(.subscribe(partition: partition, cursor: cursor))
+            outgoing?.yield(.subscribe(partition: partition, cursor: cursor, progress: true))
         }
     }
 

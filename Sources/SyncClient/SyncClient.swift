@@ -25,6 +25,8 @@ public actor SyncClient {
     var status: ConnectionStatus = .offline
     var outgoing: AsyncStream<ClientMessage>.Continuation?
     var upToDate: Set<Partition> = []
+    /// The snapshots and catch-ups under way whose first page said how large they are.
+    var progress: [Partition: SyncProgress] = [:]
     var observers: [Partition: [UUID: AsyncStream<PartitionSnapshot>.Continuation]] = [:]
     var eventObservers: [UUID: AsyncStream<ClientEvent>.Continuation] = [:]
     var answerWaiter: (requestId: String, continuation: CheckedContinuation<UploadAnswer, Never>)?
@@ -72,7 +74,7 @@ public actor SyncClient {
     public func open(_ partition: Partition) throws -> PartitionHandle {
         let cursor = try store.setOpen(partition, true)
         if status == .online, subscriptionsWaitFor == nil {
-            outgoing?.yield(.subscribe(partition: partition, cursor: cursor))
+            outgoing?.yield(.subscribe(partition: partition, cursor: cursor, progress: true))
         }
         return PartitionHandle(client: self, partition: partition)
     }
@@ -82,6 +84,7 @@ public actor SyncClient {
     public func close(_ partition: Partition) throws {
         try store.setOpen(partition, false)
         upToDate.remove(partition)
+        progress[partition] = nil
         outgoing?.yield(.unsubscribe(partition: partition))
     }
 
@@ -185,7 +188,7 @@ public actor SyncClient {
     func snapshot(of partition: Partition) throws -> PartitionSnapshot {
         PartitionSnapshot(
             partition: partition, objects: try objects(in: partition), upToDate: upToDate.contains(partition),
-            pendingWrites: try store.pending(in: partition).count)
+            pendingWrites: try store.pending(in: partition).count, progress: progress[partition])
     }
 
     func publish(_ partition: Partition) {
@@ -205,6 +208,7 @@ public actor SyncClient {
         if new != .online {
             let partitions = upToDate
             upToDate.removeAll()
+            progress.removeAll()
             for partition in partitions { publish(partition) }
         }
     }

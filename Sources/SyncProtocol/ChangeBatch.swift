@@ -12,14 +12,22 @@ public struct ChangeBatch: Sendable, Hashable {
     /// On an up-to-date batch: the partition version the reader's copy is now complete up to
     /// (an addition to the contract; a client compares it with an ack's `version`).
     public var version: Int64?
+    /// On the first page of a catch-up that more pages follow, when the subscription asked for
+    /// progress: how many objects the whole catch-up holds, this page's included, as the
+    /// server counted them when it read this page (an estimate: what commits during the
+    /// catch-up comes too). An addition to the contract.
+    public var total: Int?
 
-    public init(partition: Partition, objects: [SyncObject], cursor: Cursor, upToDate: Bool, reset: Bool, version: Int64? = nil) {
+    public init(
+        partition: Partition, objects: [SyncObject], cursor: Cursor, upToDate: Bool, reset: Bool, version: Int64? = nil, total: Int? = nil
+    ) {
         self.partition = partition
         self.objects = objects
         self.cursor = cursor
         self.upToDate = upToDate
         self.reset = reset
         self.version = version
+        self.total = total
     }
 
     /// The wire form (without the `type` field of the WebSocket message).
@@ -29,6 +37,7 @@ public struct ChangeBatch: Sendable, Hashable {
             "cursor": .string(cursor.rawValue), "upToDate": .bool(upToDate), "reset": .bool(reset),
         ]
         if let version { fields["version"] = .int(version) }
+        if let total { fields["total"] = .int(Int64(total)) }
         return .object(fields)
     }
 
@@ -44,6 +53,7 @@ public struct ChangeBatch: Sendable, Hashable {
         for object in objects { decoded.append(try SyncObject(json: object)) }
         self.init(
             partition: try Partition(partitionText), objects: decoded, cursor: Cursor(rawValue: cursor),
-            upToDate: upToDate, reset: json["reset"]?.boolValue ?? false, version: json["version"]?.intValue)
+            upToDate: upToDate, reset: json["reset"]?.boolValue ?? false, version: json["version"]?.intValue,
+            total: json["total"]?.intValue.map(Int.init))
     }
 }

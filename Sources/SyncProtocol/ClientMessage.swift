@@ -3,7 +3,9 @@ public enum ClientMessage: Sendable, Hashable {
     /// Authenticate (as the first message) or refresh the session's token.
     case auth(token: String)
     /// Start receiving a partition from a cursor; `nil` asks for a full snapshot.
-    case subscribe(partition: Partition, cursor: Cursor?)
+    /// `progress`: the first page of a catch-up that more pages follow says how many objects
+    /// the whole catch-up holds (`total`, see ``ChangeBatch/total``).
+    case subscribe(partition: Partition, cursor: Cursor?, progress: Bool = false)
     /// Stop receiving a partition.
     case unsubscribe(partition: Partition)
     /// Apply operations to a partition.
@@ -36,7 +38,13 @@ public enum ClientMessage: Sendable, Hashable {
             case .string(let text)?: cursor = Cursor(rawValue: text)
             default: throw SyncError(.badRequest, "'subscribe' has a string or null 'cursor'")
             }
-            self = .subscribe(partition: try Partition(try string("partition")), cursor: cursor)
+            let progress: Bool
+            switch fields["progress"] {
+            case nil, .null?: progress = false
+            case .bool(let value)?: progress = value
+            default: throw SyncError(.badRequest, "'subscribe' has a boolean 'progress'")
+            }
+            self = .subscribe(partition: try Partition(try string("partition")), cursor: cursor, progress: progress)
         case "unsubscribe":
             self = .unsubscribe(partition: try Partition(try string("partition")))
         case "upload":
@@ -61,8 +69,10 @@ public enum ClientMessage: Sendable, Hashable {
         switch self {
         case .auth(let token):
             return ["type": "auth", "token": .string(token)]
-        case .subscribe(let partition, let cursor):
-            return ["type": "subscribe", "partition": .string(partition.description), "cursor": cursor.map { .string($0.rawValue) } ?? .null]
+        case .subscribe(let partition, let cursor, let progress):
+            var fields: [String: JSONValue] = ["type": "subscribe", "partition": .string(partition.description), "cursor": cursor.map { .string($0.rawValue) } ?? .null]
+            if progress { fields["progress"] = .bool(true) }
+            return .object(fields)
         case .unsubscribe(let partition):
             return ["type": "unsubscribe", "partition": .string(partition.description)]
         case .upload(let requestId, let partition, let operations):

@@ -87,6 +87,8 @@ public struct EncodedChangeBatch: Sendable {
     public var upToDate: Bool
     public var reset: Bool
     public var version: Int64?
+    /// ``ChangeBatch/total``: set by the session on the first page of a catch-up, when asked.
+    public var total: Int?
 
     public init(partition: Partition, objects: [Object], cursor: Cursor, upToDate: Bool, reset: Bool, version: Int64? = nil) {
         self.partition = partition
@@ -153,6 +155,10 @@ public struct EncodedChangeBatch: Sendable {
         JSONValue.string(partition.description).write(to: &bytes)
         bytes.append(contentsOf: #","reset":"#.utf8)
         bytes.append(contentsOf: ((reset ?? self.reset) ? "true" : "false").utf8)
+        if let total {
+            bytes.append(contentsOf: #","total":"#.utf8)
+            JSONText.appendInteger(Int64(total), to: &bytes)
+        }
         bytes.append(contentsOf: #","type":"changes","upToDate":"#.utf8)
         bytes.append(contentsOf: (upToDate ? "true" : "false").utf8)
         if let version {

@@ -49,8 +49,8 @@ extension SyncSession {
             break
         case .ping(let nonce):
             send(.pong(nonce: nonce))
-        case .subscribe(let partition, let cursor):
-            await subscribe(partition, from: cursor, as: principal)
+        case .subscribe(let partition, let cursor, let progress):
+            await subscribe(partition, from: cursor, progress: progress, as: principal)
         case .unsubscribe(let partition):
             unsubscribe(partition)
         case .upload(let requestId, let partition, let operations):
@@ -89,7 +89,7 @@ extension SyncSession {
         }
     }
 
-    func subscribe(_ partition: Partition, from cursor: Cursor?, as principal: Principal) async {
+    func subscribe(_ partition: Partition, from cursor: Cursor?, progress: Bool = false, as principal: Principal) async {
         let (isNew, count, changesBefore) = state.withLock { state in
             (state.subscriptions[partition] == nil, state.subscriptions.count, state.inputChanges)
         }
@@ -116,7 +116,8 @@ extension SyncSession {
             let generation = state.nextGeneration
             state.nextGeneration += 1
             state.subscriptions[partition] = Subscription(
-                generation: generation, mode: .catchingUp, delivered: cursor, pending: old?.pending ?? 0, inputs: inputs)
+                generation: generation, mode: .catchingUp, delivered: cursor, pending: old?.pending ?? 0, inputs: inputs,
+                countsTotal: progress)
             // A permission input that changed while the check ran is checked again.
             if state.inputChanges != changesBefore { state.recheck.formUnion(inputs) }
             return (old?.mode == .live, old?.inputs ?? [])

@@ -193,21 +193,31 @@ extension SyncSession {
     /// joins a subscription to its live feed once a page reaches the head.
     private func catchUp() async {
         while !Task.isCancelled {
-            let next = state.withLock { state -> (Partition, Int, Cursor?)? in
+            let next = state.withLock { state -> (Partition, Int, Cursor?, Bool)? in
                 guard !state.closing, state.queuedChangeBytes < services.configuration.outboxLimitBytes / 2 else { return nil }
                 guard let (partition, subscription) = state.subscriptions.first(where: { _, subscription in
                     subscription.mode == .catchingUp && !subscription.fetching && subscription.pending < 4
                         && (subscription.pending == 0 || subscription.queued != nil)
                 }) else { return nil }
                 state.subscriptions[partition]?.fetching = true
-                return (partition, subscription.generation, subscription.queued ?? subscription.delivered)
+                state.subscriptions[partition]?.countsTotal = false
+                return (partition, subscription.generation, subscription.queued ?? subscription.delivered, subscription.countsTotal)
             }
-            guard let (partition, generation, cursor) = next else { return }
-            let page: EncodedChangeBatch
+            guard let (partition, generation, cursor, countsTotal) = next else { return }
+            var page: EncodedChangeBatch
             do {
                 page = try await services.store.encodedPage(in: partition, after: cursor, limit: services.configuration.batchSize)
+                // Progress, when asked for: the first page of a catch-up that more pages follow
+                // counts the rest.
+                if countsTotal, !page.upToDate {
+                    page.total = page.objectCount + (try await services.store.remainingObjects(in: partition, after: page.cursor))
+                }
             } catch {
-                state.withLock { $0.subscriptions[partition]?.fetching = false }
+                state.withLock { state in
+                    state.subscriptions[partition]?.fetching = false
+                    // Read again later: counted then.
+                    if countsTotal, state.subscriptions[partition]?.generation == generation { state.subscriptions[partition]?.countsTotal = true }
+                }
                 let failure = ServerError.describe(error, logger: logger)
                 if failure.code == .unavailable {
                     // Try again shortly; the subscription stays.

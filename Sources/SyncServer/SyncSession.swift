@@ -46,6 +46,9 @@ final class SyncSession: FeedSubscriber, Sendable {
         var fetching = false
         /// The partitions its permission depends on.
         var inputs: [Partition]
+        /// The client asked for progress and the catch-up's first page is not read yet: that
+        /// page says how many objects the catch-up holds (`total`).
+        var countsTotal = false
     }
 
     /// An upload waiting for the uploader.

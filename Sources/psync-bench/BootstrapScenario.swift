@@ -10,6 +10,8 @@ struct BootstrapScenario {
     struct Parameters {
         var objects = 100_000
         var textBytes = 200
+        /// Subscribe as the SDK does, asking for progress (the first page then counts the rest).
+        var progress = true
         static let quick = Parameters(objects: 2_000, textBytes: 200)
     }
 
@@ -21,7 +23,7 @@ struct BootstrapScenario {
 
     func run(in environment: BenchEnvironment) async throws -> JSONValue {
         let (objects, textBytes) = (parameters.objects, parameters.textBytes)
-        progress("bootstrap: \(objects) messages of ~\(textBytes) bytes")
+        progress("bootstrap: \(objects) messages of ~\(textBytes) bytes\(parameters.progress ? ", subscribing with progress" : "")")
         let reader = try await environment.registerUsers("bootstrap", count: 1)[0]
         let id = "bootstrap-\(objects)"
         let partition = try Partition(key: "conversation", value: id)
@@ -77,7 +79,7 @@ struct BootstrapScenario {
             ) { _ in }
             progress("bootstrap: pass \(pass): a fresh client subscribes with no cursor")
             let started = ContinuousClock.now
-            connection.send(.subscribe(partition: partition, cursor: nil))
+            connection.send(.subscribe(partition: partition, cursor: nil, progress: parameters.progress))
             let complete = await waitFor([done], timeout: .seconds(600))
             let elapsed = started.duration(to: .now).seconds
             await connection.close()

@@ -109,11 +109,15 @@ struct Bootstrap: AsyncParsableCommand {
     @OptionGroup var options: BenchOptions
     @Option(help: "Objects in the partition.") var objects = BootstrapScenario.Parameters().objects
     @Option(help: "Bytes of text per message.") var textBytes = BootstrapScenario.Parameters().textBytes
+    @Flag(inversion: .prefixedNo, help: "Subscribe asking for progress, as the SDK does (the first page counts the rest).")
+    var progress = true
 
     func run() async throws {
-        let parameters = options.quick ? BootstrapScenario.Parameters.quick : .init(objects: objects, textBytes: textBytes)
+        var parameters = options.quick ? BootstrapScenario.Parameters.quick : .init(objects: objects, textBytes: textBytes)
+        parameters.progress = progress
+        let scenario = BootstrapScenario(parameters)
         try await BenchEnvironment.with(options) { environment in
-            try await environment.report(BootstrapScenario(parameters).run(in: environment))
+            try await environment.report(scenario.run(in: environment))
         }
     }
 }
