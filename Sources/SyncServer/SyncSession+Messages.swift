@@ -117,7 +117,7 @@ extension SyncSession {
             state.nextGeneration += 1
             state.subscriptions[partition] = Subscription(
                 generation: generation, mode: .catchingUp, delivered: cursor, pending: old?.pending ?? 0, inputs: inputs,
-                countsTotal: progress)
+                countsTotal: progress && !state.counted.contains(partition))
             // A permission input that changed while the check ran is checked again.
             if state.inputChanges != changesBefore { state.recheck.formUnion(inputs) }
             return (old?.mode == .live, old?.inputs ?? [])

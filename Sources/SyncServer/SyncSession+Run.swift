@@ -201,6 +201,7 @@ extension SyncSession {
                 }) else { return nil }
                 state.subscriptions[partition]?.fetching = true
                 state.subscriptions[partition]?.countsTotal = false
+                if subscription.countsTotal { state.counted.insert(partition) }
                 return (partition, subscription.generation, subscription.queued ?? subscription.delivered, subscription.countsTotal)
             }
             guard let (partition, generation, cursor, countsTotal) = next else { return }
@@ -216,7 +217,10 @@ extension SyncSession {
                 state.withLock { state in
                     state.subscriptions[partition]?.fetching = false
                     // Read again later: counted then.
-                    if countsTotal, state.subscriptions[partition]?.generation == generation { state.subscriptions[partition]?.countsTotal = true }
+                    if countsTotal, state.subscriptions[partition]?.generation == generation {
+                        state.subscriptions[partition]?.countsTotal = true
+                        state.counted.remove(partition)
+                    }
                 }
                 let failure = ServerError.describe(error, logger: logger)
                 if failure.code == .unavailable {

@@ -71,6 +71,10 @@ final class SyncSession: FeedSubscriber, Sendable {
         /// The revocations that end this session's credential.
         var revokedBy: [Revocation] = []
         var subscriptions: [Partition: Subscription] = [:]
+        /// The partitions whose catch-up this session has counted for progress: once each, so a
+        /// client subscribing again and again cannot make the server count a large partition
+        /// every time.
+        var counted: Set<Partition> = []
         var nextGeneration = 1
         var queue: Deque<Item> = []
         var queuedChangeBytes = 0
