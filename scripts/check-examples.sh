@@ -3,14 +3,17 @@
 # build it, run its tests, and start its server with the one command its README gives (the
 # first `swift run` of its "Run it" block), on an embedded database in a temporary
 # directory and a free port, until /ready answers; then stop it with SIGTERM.
+# The examples share one build folder: each depends on this package, which is then compiled
+# once for all of them, not once per example.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+scratch="$root/.build-examples"
 
 for example in Examples/*/; do
     name=$(basename "$example")
     echo "== example $name: swift build --build-tests && swift test"
-    (cd "$example" && swift build --build-tests && swift test)
+    (cd "$example" && swift build --build-tests --scratch-path "$scratch" && swift test --scratch-path "$scratch")
 
     command=$(awk '/^## Run it/{section=1} section && /^```sh/{block=1; next} block && /^```/{exit} block' "$example/README.md" \
         | sed -E 's/[[:space:]]+#.*$//' | grep -E '^swift run ' | head -1)
@@ -19,7 +22,7 @@ for example in Examples/*/; do
     chmod 755 "$data"
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     echo "== example $name: $command (port $port, data in $data)"
-    (cd "$example" && PSYNC_PORT=$port PSYNC_DATA_DIR=$data/postgres exec $command) >"$data/server.log" 2>&1 &
+    (cd "$example" && PSYNC_PORT=$port PSYNC_DATA_DIR=$data/postgres exec ${command/#swift run /swift run --scratch-path $scratch }) >"$data/server.log" 2>&1 &
     server=$!
     ready=0
     for _ in $(seq 1 600); do
