@@ -91,14 +91,15 @@ struct UploadBatchTests {
                 upload("s6", [.set(key("Doc", "b"), path: path("n"), value: 3)]),  // b is deleted: dropped (delete wins)
             ]) { changes, transaction in
                 if changes.contains(where: { $0.key.id == "refused" }) {
-                    // What the validator reads includes the earlier uploads of the batch.
+                    // What the validator reads includes the earlier uploads of the batch and this
+                    // upload's own changes: 2, and 100 more.
                     let a = try await transaction.load([key("Doc", "a")])[key("Doc", "a")]?.state.body?["n"]
                     throw SyncError(.validationFailed, "no (a.n = \(a?.description ?? "nil"))")
                 }
             }
             #expect(results.map { (try? $0.get()) != nil } == [true, true, false, true, true, true])
             guard case .failure(let refused) = results[2] else { return }
-            #expect(refused.message == "no (a.n = 2)")
+            #expect(refused.message == "no (a.n = 102)")
             #expect(try await store.body(of: key("Doc", "a"))?["n"] == 3)
             #expect(try await store.body(of: key("Doc", "b")) == nil)
             #expect(try await store.body(of: key("Doc", "refused")) == nil)
