@@ -98,6 +98,16 @@ package final class AuthService: Sendable {
         logger.info("user deleted", metadata: ["userId": "\(userID)"])
     }
 
+    /// Ends every login of a user (an admin's decision): their refresh tokens stop working and
+    /// their sessions, on every instance, close with `session_revoked`; signing in again works.
+    /// How many logins were ended.
+    package func revokeSessions(userID: String) async throws -> Int {
+        let revoked = try await RefreshTokenStore(store: store).revokeAll(of: userID, revocationLifetime: revocationLifetime)
+        if !revoked.isEmpty { revocations.add(revoked, expires: Date() + revocationLifetime.timeInterval) }
+        logger.info("sessions revoked", metadata: ["userId": "\(userID)", "logins": "\(revoked.count)"])
+        return revoked.count
+    }
+
     // MARK: Bearer credentials
 
     /// What an `Authorization: Bearer` credential grants: an access token, or an API key

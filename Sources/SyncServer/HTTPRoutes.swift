@@ -138,7 +138,7 @@ struct HTTPRoutes: Sendable {
 
     private func pull(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let principal = try await authenticate(request)
-        let partition = try partitionParameter(context)
+        let partition = try context.partitionParameter()
         let permissionContext = PermissionContext(store: store, logger: context.logger)
         guard try await permissions.canRead(principal, partition, context: permissionContext) else {
             throw SyncError(.permissionDenied, "you may not read \(partition)")
@@ -150,13 +150,13 @@ struct HTTPRoutes: Sendable {
             limit = value
         }
         let batch = try await store.changes(in: partition, after: cursor.flatMap { $0.rawValue.isEmpty ? nil : $0 }, limit: limit)
-        metrics.changesPushed.increment(by: batch.objects.count)
+        metrics.pushed(batch.objects.count)
         return .json(batch.json)
     }
 
     private func upload(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let principal = try await authenticate(request)
-        let partition = try partitionParameter(context)
+        let partition = try context.partitionParameter()
         let body = try await request.jsonBody(limit: context.maxUploadSize, maximumDepth: store.limits.maximumDepth + 8)
         guard let requestId = body["requestId"]?.stringValue else { throw SyncError(.badRequest, "the body needs a string 'requestId'") }
         guard let list = body["operations"]?.arrayValue else { throw SyncError(.badRequest, "the body needs an array 'operations'") }
@@ -182,19 +182,13 @@ struct HTTPRoutes: Sendable {
     // MARK: Helpers
 
     private func requireAdmin(_ request: Request) async throws {
-        guard case .service(let name) = try await authenticate(request), adminServices.contains(name) else {
-            throw SyncError(.permissionDenied, "the admin endpoints and /metrics take an admin API key")
-        }
+        try await AdminAccess(auth: auth, services: adminServices).require(request)
     }
 
     private func authenticate(_ request: Request) async throws -> Principal {
         try await auth.principal(of: request)
     }
 
-    private func partitionParameter(_ context: SyncRequestContext) throws -> Partition {
-        guard let raw = context.parameters.get("partition") else { throw SyncError(.invalidPartition, "no partition") }
-        return try Partition(raw.removingPercentEncoding ?? raw)
-    }
 
     private func credentials(_ request: Request) async throws -> (String, String) {
         let body = try await request.jsonBody(limit: 64 << 10, maximumDepth: 4)

@@ -26,6 +26,10 @@ struct RouteTable: Sendable {
         ("v1/auth/register", [.post]), ("v1/auth/login", [.post]), ("v1/auth/refresh", [.post]),
         ("v1/auth/logout", [.post]), ("v1/auth/user", [.delete]),
         ("v1/admin/triggers", [.get]), ("v1/admin/dead-letters", [.get]), ("v1/admin/dead-letters/:id/retry", [.post]),
+        ("v1/admin/overview", [.get]), ("v1/admin/partitions", [.get]), ("v1/admin/partitions/:partition/objects", [.get]),
+        ("v1/admin/partitions/:partition/changes", [.get]), ("v1/admin/events/:position", [.get]), ("v1/admin/users", [.get]),
+        ("v1/admin/users/:id", [.delete]), ("v1/admin/users/:id/revoke-sessions", [.post]),
+        ("console", [.get]), ("console/app.js", [.get]), ("console/app.css", [.get]),
         ("v1/partitions/:partition/changes", [.get]), ("v1/partitions/:partition/uploads", [.post]),
         ("v1/blobs/:digest", [.get, .head, .put]), ("v1/sync", [.get]),
     ])

@@ -12,10 +12,17 @@ package final class ServerMetrics: Sendable {
     /// The factory of this server's registry, for components that report their own metrics.
     package let factory: PrometheusMetricsFactory
 
-    let sessions: CoreMetrics.Meter
-    let subscriptions: CoreMetrics.Meter
+    private let sessions: CoreMetrics.Meter
+    private let subscriptions: CoreMetrics.Meter
     let uploadDuration: CoreMetrics.Timer
-    let changesPushed: CoreMetrics.Counter
+    private let changesPushed: CoreMetrics.Counter
+    /// What the console charts (``snapshot``), counted beside the Prometheus metrics, which
+    /// cannot be read back.
+    private let openSessions = Atomic(0)
+    private let openSubscriptions = Atomic(0)
+    private let uploadsCounted = Atomic(0)
+    private let changesCounted = Atomic(0)
+    private let errorsByCode = Mutex<[String: Int]>([:])
     let feedReads: Tally
     let localDeliveries: Tally
     let subscriptionPauses: Tally
@@ -90,7 +97,42 @@ package final class ServerMetrics: Sendable {
 
     /// Counts an upload by outcome: `ack`, `rejected` or `error`.
     func countUpload(_ outcome: String) {
+        uploadsCounted.add(1, ordering: .relaxed)
         counter(in: uploadCounters, label: "psync_uploads_total", key: outcome, dimension: "outcome").increment()
+    }
+
+    func sessionOpened() {
+        openSessions.add(1, ordering: .relaxed)
+        sessions.increment()
+    }
+
+    func sessionClosed() {
+        openSessions.subtract(1, ordering: .relaxed)
+        sessions.decrement()
+    }
+
+    func subscriptionAdded() {
+        openSubscriptions.add(1, ordering: .relaxed)
+        subscriptions.increment()
+    }
+
+    func subscriptionRemoved() {
+        openSubscriptions.subtract(1, ordering: .relaxed)
+        subscriptions.decrement()
+    }
+
+    /// Counts objects sent to subscribers.
+    func pushed(_ objects: Int) {
+        changesCounted.add(objects, ordering: .relaxed)
+        changesPushed.increment(by: objects)
+    }
+
+    /// The counts the console charts, now.
+    package var snapshot: MetricsSnapshot {
+        MetricsSnapshot(
+            sessions: openSessions.load(ordering: .relaxed), subscriptions: openSubscriptions.load(ordering: .relaxed),
+            uploads: uploadsCounted.load(ordering: .relaxed), changesPushed: changesCounted.load(ordering: .relaxed),
+            errors: errorsByCode.withLock { $0 })
     }
 
     /// Counts a blob upload by outcome (`stored`, `existing`) and its bytes.
@@ -106,6 +148,7 @@ package final class ServerMetrics: Sendable {
 
     /// Counts an error answered to a client, by code.
     func countError(_ code: String) {
+        errorsByCode.withLock { $0[code, default: 0] += 1 }
         counter(in: errorCounters, label: "psync_errors_total", key: code, dimension: "code").increment()
     }
 
@@ -147,4 +190,14 @@ final class Tally: Sendable {
     }
 
     var total: Int { count.withLock { $0 } }
+}
+
+/// The server's counts at one moment: open sessions and subscriptions on this instance, and
+/// uploads, objects pushed and errors (by code) since it started.
+package struct MetricsSnapshot: Sendable, Hashable {
+    package var sessions: Int
+    package var subscriptions: Int
+    package var uploads: Int
+    package var changesPushed: Int
+    package var errors: [String: Int]
 }

@@ -253,6 +253,14 @@ package final class SubscriptionHub: Service, Sendable {
         state.withLock { state in (state.feeds.count, state.feeds.values.reduce(0) { $0 + $1.members.count }) }
     }
 
+    /// The live subscribers of each of these partitions on this instance (sessions still
+    /// catching up are not counted), for the console.
+    func members(of partitions: [Partition]) -> [Partition: Int] {
+        state.withLock { state in
+            Dictionary(uniqueKeysWithValues: partitions.map { ($0, state.feeds[$0]?.members.count ?? 0) })
+        }
+    }
+
     /// Watched permission inputs, for metrics.
     var watchedInputs: Int { state.withLock { $0.watchers.count } }
 
@@ -359,7 +367,7 @@ package final class SubscriptionHub: Service, Sendable {
                 partition: partition, generation: member.generation, cursor: page.cursor, bytes: message.bytes, objectCount: message.count)
             {
                 feed.members[id]?.position = end
-                metrics.changesPushed.increment(by: message.count)
+                metrics.pushed(message.count)
             } else {
                 feed.members.removeValue(forKey: id)
             }

@@ -198,6 +198,12 @@ package final class SyncServer: Service, Sendable {
             adminServices: configuration.adminServices, metricsPublic: configuration.metricsPublic,
             triggerHealth: triggers.health
         ).add(to: router)
+        let history = MetricsHistory(metrics: metrics)
+        AdminRoutes(
+            access: AdminAccess(auth: auth, services: configuration.adminServices), store: store, auth: auth, hub: hub,
+            history: history, triggers: TriggerAdmin(store: store, triggers: application.triggers, logger: logger), instance: instance
+        ).add(to: router)
+        ConsoleRoutes().add(to: router)
         let blobs = BlobStore(
             client: client, content: PostgresBlobContent(client: client, chunkSize: configuration.blobs.chunkBytes, logger: logger),
             logger: logger)
@@ -286,6 +292,7 @@ package final class SyncServer: Service, Sendable {
                     gate: listeningGate),
                 AfterListening(sessions, gate: listeningGate),
                 AfterListening(MemoryReleaser(sessions: sessions, logger: logger), gate: listeningGate),
+                AfterListening(history, gate: listeningGate),
             ],
             onServerRunning: { channel in self.listening(on: channel) },
             logger: logger

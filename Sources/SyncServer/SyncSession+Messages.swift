@@ -124,7 +124,7 @@ extension SyncSession {
         }
         releaseInputs(oldInputs)
         if wasLive { services.hub.leave(self, partition: partition) }
-        if isNew { services.metrics.subscriptions.increment() }
+        if isNew { services.metrics.subscriptionAdded() }
         requestWork()
     }
 
@@ -143,7 +143,7 @@ extension SyncSession {
         guard let removed else { return }
         services.hub.leave(self, partition: partition)
         releaseInputs(removed.inputs)
-        services.metrics.subscriptions.decrement()
+        services.metrics.subscriptionRemoved()
         if let code { send(.unsubscribed(partition: partition, code: code)) }
     }
 
@@ -159,7 +159,7 @@ extension SyncSession {
         }
         for partition in removed {
             services.hub.leave(self, partition: partition)
-            services.metrics.subscriptions.decrement()
+            services.metrics.subscriptionRemoved()
         }
         services.hub.unwatch(inputs, for: self)
     }

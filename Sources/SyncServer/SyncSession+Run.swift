@@ -18,11 +18,11 @@ extension SyncSession {
     /// protocol violation) ends the session with that error thrown, so the layer closes the
     /// connection with the matching code (1007, 1009, 1002).
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
-        services.metrics.sessions.increment()
+        services.metrics.sessionOpened()
         defer {
             endAll()
             leaveSessionCount()
-            services.metrics.sessions.decrement()
+            services.metrics.sessionClosed()
         }
         if let principal, admitToSessionCount() {
             send(.ready(userId: principal.description))
@@ -240,7 +240,7 @@ extension SyncSession {
             }
             guard queued else { continue }
             signalWriter()
-            services.metrics.changesPushed.increment(by: page.objectCount)
+            services.metrics.pushed(page.objectCount)
             if page.upToDate, let position = CursorPosition(page.cursor) {
                 let result = services.hub.join(
                     self, partition: partition, generation: generation, cursor: page.cursor,

@@ -12,9 +12,13 @@ import Synchronization
 ///   any) in this process, its handler done and its progress not yet recorded, prints
 ///   `failpoint trigger-before-commit reached` on standard error and waits a second, so that a
 ///   test can freeze the process (SIGSTOP) there, in the middle of the transaction.
+/// - `trigger-fails:<trigger>`: the handler of that trigger fails, every time it is run by the
+///   trigger runner, for the first event it is given in this process: the event ends as a dead
+///   letter. A retry through the admin endpoint runs the handler without it, and succeeds.
 package enum Failpoint: String, Sendable {
     case afterCommitBeforeAck = "after-commit-before-ack"
     case triggerBeforeCommit = "trigger-before-commit"
+    case triggerFails = "trigger-fails"
 
     #if DEBUG
     private static let armed: (point: Failpoint, argument: String?)? = {
@@ -25,6 +29,8 @@ package enum Failpoint: String, Sendable {
     }()
 
     private static let paused = Mutex(false)
+    /// The event that `trigger-fails` fails, once chosen.
+    private static let failing = Mutex<Int64?>(nil)
 
     private static func isArmed(_ point: Failpoint, for argument: String) -> Bool {
         guard let armed, armed.point == point else { return false }
@@ -40,6 +46,18 @@ package enum Failpoint: String, Sendable {
         #endif
     }
 
+    /// Throws when `trigger-fails` is armed for `argument` and `position` is the event it fails.
+    package static func fail(at point: Failpoint, for argument: String, position: Int64) throws {
+        #if DEBUG
+        guard isArmed(point, for: argument) else { return }
+        let chosen = failing.withLock { failing -> Int64 in
+            if failing == nil { failing = position }
+            return failing!
+        }
+        if chosen == position { throw FailpointError(description: "failpoint \(point.rawValue) for event \(position)") }
+        #endif
+    }
+
     /// The first time this process gets here with the failpoint armed for `argument`: says so
     /// on standard error and waits a second.
     package static func pauseOnce(at point: Failpoint, for argument: String) async {
@@ -52,4 +70,9 @@ package enum Failpoint: String, Sendable {
         try? await Task.sleep(for: .seconds(1))
         #endif
     }
+}
+
+/// The error a failpoint throws.
+package struct FailpointError: Error, CustomStringConvertible {
+    package var description: String
 }

@@ -425,6 +425,7 @@ package final class TriggerService: Service, Sendable {
                     var logger = service.logger
                     logger[metadataKey: "trigger"] = "\(trigger.name)"
                     logger[metadataKey: "events"] = "\(matching.first!.position)-\(matching.last!.position)"
+                    for event in matching { try Failpoint.fail(at: .triggerFails, for: trigger.name, position: event.position) }
                     try await runHandler(matching, TriggerContext(transaction: transaction, logger: logger, trigger: trigger.name))
                 } else {
                     for (offset, event) in run.enumerated() where trigger.matches(event) {
@@ -432,6 +433,7 @@ package final class TriggerService: Service, Sendable {
                         var logger = service.logger
                         logger[metadataKey: "trigger"] = "\(trigger.name)"
                         logger[metadataKey: "event"] = "\(event.position)"
+                        try Failpoint.fail(at: .triggerFails, for: trigger.name, position: event.position)
                         try await trigger.handler(event, TriggerContext(transaction: transaction, logger: logger, trigger: trigger.name))
                         if transaction.changeCount >= changeBudget {
                             taken = offset + 1
@@ -480,6 +482,7 @@ package final class TriggerService: Service, Sendable {
                         var logger = service.logger
                         logger[metadataKey: "trigger"] = "\(trigger.name)"
                         logger[metadataKey: "event"] = "\(event.position)"
+                        try Failpoint.fail(at: .triggerFails, for: trigger.name, position: event.position)
                         try await trigger.handler(event, TriggerContext(transaction: transaction, logger: logger, trigger: trigger.name))
                         let target = concurrent ? position : event.position
                         await Failpoint.pauseOnce(at: .triggerBeforeCommit, for: trigger.name)

@@ -94,6 +94,30 @@ package struct RefreshTokenStore: Sendable {
         }
     }
 
+    /// Revokes every family of a user's refresh tokens and their access tokens (for
+    /// `revocationLifetime`, on every instance): their sessions end, and signing in again makes
+    /// a new family. The revocations made (none when the user had no open family).
+    package func revokeAll(of userID: String, revocationLifetime: Duration) async throws -> [Revocation] {
+        let logger = self.logger
+        return try await client.withOpenTransaction(logger: logger) { connection in
+            var families: [UUID] = []
+            for try await family in try await connection.query(
+                "SELECT DISTINCT family FROM psync_refresh_tokens WHERE user_id = \(userID) AND expires_at > now() ORDER BY family", logger: logger
+            ).decode(UUID.self) { families.append(family) }
+            var revocations: [Revocation] = []
+            for family in families {
+                try await connection.query(
+                    "SELECT pg_advisory_xact_lock(\(Self.familyLockClass), hashtext(\(family.uuidString)))", logger: logger)
+                try await Self.revoke(family: family, on: connection, logger: logger)
+                revocations.append(.family(family.uuidString))
+            }
+            if !revocations.isEmpty {
+                try await RevocationLedger.record(revocations, for: revocationLifetime, on: connection, logger: logger)
+            }
+            return revocations
+        }
+    }
+
     private static func revoke(family: UUID, on connection: PostgresConnection, logger: Logger) async throws {
         try await connection.query(
             "UPDATE psync_refresh_tokens SET revoked_at = now() WHERE family = \(family) AND revoked_at IS NULL", logger: logger)

@@ -1,0 +1,47 @@
+import Foundation
+import ServiceLifecycle
+import Synchronization
+
+/// The last minutes of this instance's counts, for the console's charts: a sample of
+/// ``ServerMetrics/snapshot`` every `interval`, the newest `capacity` kept (90 × 10 s: 15
+/// minutes). Memory is fixed; nothing is written to the database.
+final class MetricsHistory: Service, Sendable {
+    struct Sample: Sendable, Hashable {
+        var at: Date
+        var counts: MetricsSnapshot
+    }
+
+    let metrics: ServerMetrics
+    let interval: Duration
+    let capacity: Int
+    private let samples = Mutex<[Sample]>([])
+
+    init(metrics: ServerMetrics, interval: Duration = .seconds(10), capacity: Int = 90) {
+        self.metrics = metrics
+        self.interval = interval
+        self.capacity = capacity
+    }
+
+    /// The samples, oldest first, and one taken now.
+    var recent: [Sample] {
+        samples.withLock { $0 } + [Sample(at: Date(), counts: metrics.snapshot)]
+    }
+
+    /// Takes a sample, dropping the oldest beyond the capacity.
+    func record(at date: Date = Date()) {
+        let sample = Sample(at: date, counts: metrics.snapshot)
+        samples.withLock { samples in
+            samples.append(sample)
+            if samples.count > capacity { samples.removeFirst(samples.count - capacity) }
+        }
+    }
+
+    func run() async {
+        record()
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.interval) }
+            if Task.isCancelled || Task.isShuttingDownGracefully { return }
+            record()
+        }
+    }
+}
