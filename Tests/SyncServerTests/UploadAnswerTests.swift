@@ -114,7 +114,13 @@ struct UploadAnswerTests {
     @Test("a session with as many uploads waiting as allowed is not read until one is applied; below the limit it is", arguments: [4, 64])
     func queuedUploadLimit(limit: Int) async throws {
         try await TestDatabase.with { db in
-            try await TestServer.with(database: db.url, configure: { $0.sessions.maximumQueuedUploads = limit }) { server in
+            // The test holds the partition's lock for 2 s and more; the uploads must wait for it,
+            // not give up after the default 2 s of lock patience (`unavailable`), which under
+            // load they did: this test is about the queue, not the patience.
+            try await TestServer.with(database: db.url, configure: {
+                $0.sessions.maximumQueuedUploads = limit
+                $0.storage.lockPatience = .seconds(120)
+            }) { server in
                 let alice = try await server.register("alice@example.com")
                 let mine = partition("user=\(alice.userID)")
                 let client = try await server.connect(token: alice.accessToken)
