@@ -42,14 +42,7 @@ public final class ServerProcess: @unchecked Sendable {
     }
 
     /// The `psync` binary built next to the test bundle.
-    public static var executable: String {
-        let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for directory in [testBinary, testBinary.deletingLastPathComponent()] {
-            let candidate = directory.appendingPathComponent("psync").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return testBinary.appendingPathComponent("psync").path
-    }
+    public static var executable: String { BuiltExecutable.path("psync") }
 
     /// Starts the server and waits until it is ready.
     public func start(timeout: Duration = .seconds(30)) async throws {

@@ -425,7 +425,9 @@ package final class TriggerService: Service, Sendable {
                     var logger = service.logger
                     logger[metadataKey: "trigger"] = "\(trigger.name)"
                     logger[metadataKey: "events"] = "\(matching.first!.position)-\(matching.last!.position)"
+                    #if DEBUG
                     for event in matching { try Failpoint.fail(at: .triggerFails, for: trigger.name, position: event.position) }
+                    #endif
                     try await runHandler(matching, TriggerContext(transaction: transaction, logger: logger, trigger: trigger.name))
                 } else {
                     for (offset, event) in run.enumerated() where trigger.matches(event) {

@@ -16,14 +16,7 @@ struct RChatCLI: Sendable {
     }
 
     /// The `rchat` binary built next to the test bundle.
-    static var executable: String {
-        let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for directory in [testBinary, testBinary.deletingLastPathComponent()] {
-            let candidate = directory.appendingPathComponent("rchat").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return testBinary.appendingPathComponent("rchat").path
-    }
+    static var executable: String { BuiltExecutable.path("rchat") }
 
     /// Runs one command to its end; returns its exit status and everything it printed.
     func run(_ arguments: [String], wait: Int = 5, timeout: Duration = .seconds(60)) async throws -> (status: Int32, output: String) {

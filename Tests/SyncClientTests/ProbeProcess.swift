@@ -27,14 +27,7 @@ final class ProbeProcess: Sendable {
     }
 
     /// The probe binary built next to the test bundle.
-    static var executable: String {
-        let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for directory in [testBinary, testBinary.deletingLastPathComponent()] {
-            let candidate = directory.appendingPathComponent("psync-client-probe").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return testBinary.appendingPathComponent("psync-client-probe").path
-    }
+    static var executable: String { BuiltExecutable.path("psync-client-probe") }
 
     /// Starts the probe; its log (standard error) goes to `logPath`.
     init(_ arguments: [String], logPath: String) throws {

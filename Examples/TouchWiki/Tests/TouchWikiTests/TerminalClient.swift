@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SyncTesting
 import Testing
 
 /// The `touchwiki` terminal client, run as a real process against a test server, with its
@@ -9,14 +10,7 @@ struct TerminalClient: Sendable {
     let home: String
 
     /// The `touchwiki` binary built next to the test bundle.
-    static var executable: String {
-        let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for directory in [testBinary, testBinary.deletingLastPathComponent()] {
-            let candidate = directory.appendingPathComponent("touchwiki").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return testBinary.appendingPathComponent("touchwiki").path
-    }
+    static var executable: String { BuiltExecutable.path("touchwiki") }
 
     /// Runs a command to its end; returns its exit status and what it printed.
     func run(_ arguments: String..., editing text: String? = nil) async throws -> (status: Int32, output: String) {
