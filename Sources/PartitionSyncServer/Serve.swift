@@ -119,6 +119,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("upload-timeout"), help: "Seconds an upload transaction may take before its uploads are answered unavailable (env PSYNC_UPLOAD_TIMEOUT).")
     var uploadTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_UPLOAD_TIMEOUT"].flatMap(Int.init) ?? 30
 
+    @Option(name: .customLong("lock-patience"), help: "Milliseconds an upload waits for its partition's lock, held by another transaction, before it is answered unavailable (env PSYNC_LOCK_PATIENCE_MS).")
+    var lockPatience: Int = ProcessInfo.processInfo.environment["PSYNC_LOCK_PATIENCE_MS"].flatMap(Int.init) ?? 2_000
+
     @Option(name: .customLong("blob-max-bytes"), help: "Largest blob in bytes (env PSYNC_BLOB_MAX_BYTES).")
     var blobMaxBytes: Int64 = ProcessInfo.processInfo.environment["PSYNC_BLOB_MAX_BYTES"].flatMap(Int64.init) ?? 32 << 20
 
@@ -184,6 +187,8 @@ struct Serve: AsyncParsableCommand {
         configuration.sessions.unauthenticatedMessageBytes = unauthenticatedMessageLimit
         configuration.sessions.maximumSessionsPerUser = maxSessionsPerUser
         configuration.storage.maximumPageBytes = pageBytes
+        configuration.storage.lockPatience = .milliseconds(max(1, lockPatience))
+        configuration.storage.statementBytes = max(1_024, database.statementBytes)
         configuration.sessions.maximumMessageBytes = maxMessageBytes
         configuration.sessions.maximumQueuedUploads = maxQueuedUploads
         configuration.uploadTimeout = .seconds(max(1, uploadTimeout))

@@ -12,22 +12,23 @@ import Glibc
 /// ``periodic`` checks in any case, the heap is trimmed. A pure decision: ``MemoryReleaser``
 /// does the trimming.
 ///
-/// A load's memory is not all free when its sessions are gone: a cancelled `Task.sleep` keeps
-/// its task until the sleep's deadline would have passed, and the connection pool leaves two
-/// such sleeps behind each time a connection goes back to it (its keep-alive timer and its
-/// 60-second idle timer). So a release at the end of a load is followed by another
-/// ``followUp`` checks later (90 seconds by default), once those deadlines have passed.
+/// A load's memory is not all free when its sessions fall: the rest of them close, triggers
+/// finish the load's events, and a cancelled `Task.sleep` keeps its task until the sleep's
+/// deadline would have passed (the connection pool leaves two such sleeps behind each time a
+/// connection goes back to it: its keep-alive timer and its 60-second idle timer). So the
+/// release at the end of a load is followed by one at each of the next ``followUp`` checks
+/// (90 seconds by default), which return that memory as it becomes free.
 struct MemoryReleasePolicy {
     /// Fewer sessions than this at the peak is no load worth a release.
     let minimumPeak: Int
     /// Checks between two releases made whatever the sessions do.
     let periodic: Int
-    /// Checks between the release at the end of a load and the one that follows it.
+    /// Checks after the end of a load at which memory is released again.
     let followUp: Int
     private var peak = 0
     private var checks = 0
-    /// The check at which the follow-up of a load's end is due.
-    private var followUpDue: Int?
+    /// Follow-up releases still due after the end of the last load.
+    private var followUpsLeft = 0
 
     init(minimumPeak: Int = 64, periodic: Int = 60, followUp: Int = 9) {
         self.minimumPeak = minimumPeak
@@ -39,10 +40,13 @@ struct MemoryReleasePolicy {
     mutating func check(sessions: Int) -> Bool {
         checks += 1
         peak = max(peak, sessions)
-        let loadEnded = peak >= minimumPeak && sessions * 2 <= peak
-        let followingUp = followUpDue.map { checks >= $0 } ?? false
-        guard loadEnded || followingUp || checks >= periodic else { return false }
-        followUpDue = loadEnded ? followUp : nil
+        if peak >= minimumPeak && sessions * 2 <= peak {
+            followUpsLeft = followUp
+        } else if followUpsLeft > 0 {
+            followUpsLeft -= 1
+        } else if checks < periodic {
+            return false
+        }
         peak = sessions
         checks = 0
         return true

@@ -57,6 +57,7 @@ extension ObjectStore {
                 transaction.versions = transaction.versions.filter { accepted.contains($0.key) }
                 try await transaction.commitOptimistically(lockTimeout: accepted.count > 1 ? Self.batchLockTimeout : configuration.lockPatience)
                 committed(transaction)
+                await closeIfOutgrown(transaction, connection)
                 return zip(batch, outcomes).map { entry, outcome in
                     outcome.map { changes in
                         let version = transaction.versions[entry.upload.partition]!

@@ -169,9 +169,11 @@ package final class ObjectStore: Sendable {
                         try await transaction.finish()
                         try await connection.query("COMMIT", logger: logger)
                         committed(transaction)
+                        await closeIfOutgrown(transaction, connection)
                         return result
                     } catch {
                         await connection.rollBack(after: error, logger: logger)
+                        await closeIfOutgrown(transaction, connection)
                         throw error
                     }
                 }
@@ -185,6 +187,17 @@ package final class ObjectStore: Sendable {
 }
 
 extension ObjectStore {
+    /// Closes `connection` (the pool then forgets it and opens another when it needs one) if
+    /// `transaction` sent it a statement of more than four times
+    /// ``StorageConfiguration/statementBytes``: postgres-nio keeps a connection's send buffer
+    /// at the largest size it ever had, so a few connections that once carried large uploads
+    /// would hold their size in memory for as long as they live.
+    func closeIfOutgrown(_ transaction: WriteTransaction, _ connection: PostgresConnection) async {
+        guard transaction.largestStatement > 4 * configuration.statementBytes else { return }
+        logger.debug("closing a connection that carried a large statement", metadata: ["bytes": "\(transaction.largestStatement)"])
+        await connection.finishClosing()
+    }
+
     /// After a commit: tells this process's observers, and queues the announcement for the others.
     func committed(_ transaction: WriteTransaction) {
         let commit = transaction.commit

@@ -35,12 +35,20 @@ package struct StorageConfiguration: Sendable, Hashable {
     /// own partition's uploads, not the few upload transactions every partition shares.
     /// Default 2 seconds.
     package var lockPatience: Duration
+    /// Bytes of objects and events written by one statement: a transaction's writes go to the
+    /// database in statements of about this size (an object or event larger than this goes
+    /// alone). postgres-nio keeps a connection's send buffer at the largest size it ever had,
+    /// so a connection that carried a statement of more than four times this is closed when
+    /// its transaction ends, and the pool opens another. Default 1 MiB.
+    package var statementBytes: Int
 
     package init(
         limits: Limits = Limits(), defaultPageSize: Int = 500, maximumPageSize: Int = 5_000, transactionRetries: Int = 5,
-        optimisticUploads: Bool = false, maximumPageBytes: Int = 4 << 20, lockPatience: Duration = .seconds(2)
+        optimisticUploads: Bool = false, maximumPageBytes: Int = 4 << 20, lockPatience: Duration = .seconds(2),
+        statementBytes: Int = 1 << 20
     ) {
         self.lockPatience = lockPatience
+        self.statementBytes = statementBytes
         self.limits = limits
         self.defaultPageSize = defaultPageSize
         self.maximumPageSize = maximumPageSize

@@ -114,6 +114,78 @@ enum WriteStatements {
         func decodeRow(_ row: PostgresRow) throws -> Row {
             try row.decode(Row.self)
         }
+
+        /// About how many bytes its parameters take: the bodies, their keys and partitions, and
+        /// the events' bodies before and after.
+        var bytes: Int {
+            var total = 0
+            for index in ids.indices { total += objectBytes(index) }
+            for index in kinds.indices { total += eventBytes(index) }
+            return total
+        }
+
+        private func objectBytes(_ index: Int) -> Int {
+            bodies[index].bytes.count + collections[index].utf8.count + ids[index].utf8.count + partitions[index].utf8.count + 16
+        }
+
+        private func eventBytes(_ index: Int) -> Int {
+            before[index].bytes.count + after[index].bytes.count + objectIDs[index].utf8.count + eventPartitions[index].utf8.count + 64
+        }
+
+        /// The same writes as statements of about `maximumBytes` at most, run one after the
+        /// other in the same transaction: the objects first and then the events, each in their
+        /// order (an object or event larger than `maximumBytes` goes alone). The outcomes and
+        /// the clock stamp go with the last part; every part carries the clock, which the events
+        /// it records take. A statement's parameters stay in its connection's send buffer at
+        /// their largest size for the connection's life, so one statement of a trigger that
+        /// rewrote a thousand large records would keep hundreds of megabytes.
+        func split(maximumBytes: Int) -> [Write] {
+            guard bytes > maximumBytes else { return [self] }
+            var parts: [Write] = []
+            var part = Write()
+            var size = 0
+            func startPart(adding bytes: Int) {
+                if size > 0 && size + bytes > maximumBytes {
+                    parts.append(part)
+                    part = Write()
+                    size = 0
+                }
+                size += bytes
+            }
+            for index in ids.indices {
+                startPart(adding: objectBytes(index))
+                part.collections.append(collections[index])
+                part.ids.append(ids[index])
+                part.partitions.append(partitions[index])
+                part.versions.append(versions[index])
+                part.bodies.append(bodies[index])
+                part.deleted.append(deleted[index])
+            }
+            for index in kinds.indices {
+                startPart(adding: eventBytes(index))
+                part.kinds.append(kinds[index])
+                part.operations.append(operations[index])
+                part.eventCollections.append(eventCollections[index])
+                part.objectIDs.append(objectIDs[index])
+                part.eventPartitions.append(eventPartitions[index])
+                part.eventVersions.append(eventVersions[index])
+                part.userIDs.append(userIDs[index])
+                part.before.append(before[index])
+                part.after.append(after[index])
+                part.changed.append(changed[index])
+                part.removed.append(removed[index])
+                part.depths.append(depths[index])
+                part.authors.append(authors[index])
+            }
+            parts.append(part)
+            parts[parts.count - 1].principals = principals
+            parts[parts.count - 1].requestIDs = requestIDs
+            parts[parts.count - 1].outcomePartitions = outcomePartitions
+            parts[parts.count - 1].outcomes = outcomes
+            parts[parts.count - 1].stamp = stamp
+            for index in parts.indices { parts[index].clock = clock }
+            return parts
+        }
     }
 
     /// The read of the optimistic path: the stored objects with their versions, no lock.

@@ -46,6 +46,7 @@ extension WriteTransaction {
         let pending = staged
         staged = []
         let (write, _) = try writeStatement(pending, finishing: true)
+        largestStatement = max(largestStatement, write.bytes)
         var statement = WriteStatements.Upload(
             partitions: versions.keys.sorted().map(\.description),
             lockTimeoutMilliseconds: lockTimeout.map { Int32($0 / .milliseconds(1)) }, write: write)

@@ -51,6 +51,9 @@ package final class WriteTransaction {
     private var outcomes: [(upload: Upload, requestId: String, outcome: JSONValue)] = []
     /// How many of ``events`` ``finish()`` recorded (the others no one would read).
     var recordedEvents = 0
+    /// The size in bytes of the largest statement of writes sent so far (see
+    /// ``ObjectStore/closeIfOutgrown(_:_:)``).
+    var largestStatement = 0
     /// An optimistic transaction (``readOptimistically(_:_:assumingAbsent:)``): the version
     /// each object it was computed from had (-1: not stored), checked when it commits.
     var expected: [ObjectKey: Int64]?
@@ -382,8 +385,12 @@ package final class WriteTransaction {
             return (0, 0)
         }
         var counts = (written: 0, recorded: 0)
-        for try await (written, stored) in try await connection.execute(statement, logger: logger) {
-            counts = (Int(written), Int(stored))
+        for part in statement.split(maximumBytes: store.configuration.statementBytes) {
+            largestStatement = max(largestStatement, part.bytes)
+            for try await (written, stored) in try await connection.execute(part, logger: logger) {
+                counts.written += Int(written)
+                counts.recorded += Int(stored)
+            }
         }
         guard counts.written == rowCount else {
             // Another transaction created one of these keys in another partition meanwhile.

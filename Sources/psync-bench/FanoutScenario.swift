@@ -77,9 +77,10 @@ struct FanoutScenario {
         let anonPeak = environment.serverAnonymousRSS()
         await connection.close()
         await closeAll(sessions)
-        // What the server keeps once the load has ended (it releases freed memory within
-        // about ten seconds of its sessions falling to half their peak).
-        try await Task.sleep(for: .seconds(members < 100 ? 1 : 15))
+        // What the server keeps once the load has ended: it releases freed memory within about
+        // ten seconds of its sessions falling to half their peak, and again every ten seconds
+        // after, as the rest of the load's memory becomes free.
+        try await Task.sleep(for: .seconds(members < 100 ? 1 : 30))
         let rssAfter = environment.serverRSS()
         let anonAfter = environment.serverAnonymousRSS()
         progress("fanout: server RSS \(megabytes(rssBefore)) MB before, \(megabytes(rssPeak)) MB under load, \(megabytes(rssAfter)) MB after")

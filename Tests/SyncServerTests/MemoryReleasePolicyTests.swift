@@ -6,7 +6,7 @@ import Testing
 @Suite("Memory release policy")
 struct MemoryReleasePolicyTests {
     /// The policy's answers to a sequence of session counts.
-    static func decisions(_ counts: [Int], minimumPeak: Int = 64, periodic: Int = 1_000, followUp: Int = 1_000) -> [Bool] {
+    static func decisions(_ counts: [Int], minimumPeak: Int = 64, periodic: Int = 1_000, followUp: Int = 0) -> [Bool] {
         var policy = MemoryReleasePolicy(minimumPeak: minimumPeak, periodic: periodic, followUp: followUp)
         return counts.map { policy.check(sessions: $0) }
     }
@@ -22,16 +22,16 @@ struct MemoryReleasePolicyTests {
         #expect(Self.decisions([5, 5, 5, 5, 5, 5], periodic: 3) == [false, false, true, false, false, true])
     }
 
-    @Test("the release at the end of a load is followed by one more, once the memory the load's timers held is free")
+    @Test("the release at the end of a load is followed by one at each of the next checks, as the load's memory becomes free")
     func followUp() {
-        // The load ends at the fourth check (released), then three quiet checks later the
-        // follow-up; after that only the periodic releases, which are far away here.
+        // The load ends at the fourth check (released), then a release at each of the three
+        // checks after it; after that only the periodic releases, which are far away here.
         let counts = [0, 500, 1_000, 0, 0, 0, 0, 0, 0, 0, 0]
-        #expect(Self.decisions(counts, followUp: 3) == [false, false, false, true, false, false, true, false, false, false, false])
-        // A load that starts and ends again before the follow-up is due: released at its end,
-        // and followed up from there.
-        let again = [0, 1_000, 0, 800, 0, 0, 0, 0]
-        #expect(Self.decisions(again, followUp: 3) == [false, false, true, false, true, false, false, true])
+        #expect(Self.decisions(counts, followUp: 3) == [false, false, false, true, true, true, true, false, false, false, false])
+        // A load that starts and ends again during the follow-ups: released at its end, and
+        // followed up from there.
+        let again = [0, 1_000, 0, 800, 0, 0, 0, 0, 0]
+        #expect(Self.decisions(again, followUp: 3) == [false, false, true, true, true, true, true, true, false])
         // A periodic release is not followed up.
         #expect(Self.decisions([5, 5, 5, 5, 5, 5, 5], periodic: 2, followUp: 1) == [false, true, false, true, false, true, false])
     }

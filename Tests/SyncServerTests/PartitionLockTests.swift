@@ -75,6 +75,44 @@ struct PartitionLockTests {
         }
     }
 
+    @Test("an upload waits for a held lock as long as the lock patience: past it the answer is unavailable, within it the upload applies once the lock is free")
+    func lockPatienceEdge() async throws {
+        try await TestDatabase.with { db in
+            for (patience, held) in [(Duration.milliseconds(300), true), (Duration.seconds(120), false)] {
+                let counter = key("Counter", held ? "held" : "free")
+                let increment = SyncOperation.increment(counter, path: try! Path(parsing: "n"), by: .int(1))
+                try await TestServer.with(database: db.url, configure: { $0.storage.lockPatience = patience }) { server in
+                    let alice = try await server.register("alice-\(patience.components.seconds)@example.com")
+                    let mine = partition("user=\(alice.userID)")
+                    let client = try await server.connect(token: alice.accessToken)
+                    _ = try await client.next()
+                    #expect(try await client.upload([.put(counter, body: ["n": .int(0)])], to: mine, requestId: "create").isAck)
+                    try await db.holdingPartitionLock(mine) {
+                        client.send(.upload(requestId: "wait", partition: mine, operations: [increment]))
+                        if held {
+                            // The lock is held until the answer comes: 300 ms of patience (at each attempt) ran out.
+                            let answer = try await client.next(timeout: .seconds(30)) { Self.answers($0, "wait") }
+                            guard case .error(let error, _) = answer else { Issue.record("\(answer)"); return }
+                            #expect(error.code == .unavailable)
+                        } else {
+                            // The upload waits for the lock; it is released once the upload is seen waiting.
+                            #expect(try await TestTriggers.eventually(timeout: .seconds(20)) { try await db.lockWaiters() >= 1 })
+                        }
+                    }
+                    if !held {
+                        let answer = try await client.next(timeout: .seconds(30)) { Self.answers($0, "wait") }
+                        #expect(answer.isAck, "\(answer)")
+                    }
+                    // Unavailable left nothing behind; the same upload again applies once.
+                    let again = try await client.upload([increment], to: mine, requestId: "wait", timeout: .seconds(30))
+                    #expect(again.isAck, "\(again)")
+                    #expect(try await db.store().body(of: counter)?["n"] == 1)
+                    await client.close()
+                }
+            }
+        }
+    }
+
     static func answers(_ message: ServerMessage, _ requestId: String) -> Bool {
         switch message {
         case .ack(let id, _, _, _), .rejected(let id, _, _, _): return id == requestId
