@@ -55,7 +55,12 @@ extension ObjectStore {
                 })
                 // Only the partitions of accepted uploads are locked and get a new version.
                 transaction.versions = transaction.versions.filter { accepted.contains($0.key) }
-                try await transaction.commitOptimistically(lockTimeout: accepted.count > 1 ? Self.batchLockTimeout : configuration.lockPatience)
+                do {
+                    try await transaction.commitOptimistically(lockTimeout: accepted.count > 1 ? Self.batchLockTimeout : configuration.lockPatience)
+                } catch {
+                    await closeIfOutgrown(transaction, connection)
+                    throw error
+                }
                 committed(transaction)
                 await closeIfOutgrown(transaction, connection)
                 return zip(batch, outcomes).map { entry, outcome in

@@ -141,50 +141,53 @@ enum WriteStatements {
         /// rewrote a thousand large records would keep hundreds of megabytes.
         func split(maximumBytes: Int) -> [Write] {
             guard bytes > maximumBytes else { return [self] }
-            var parts: [Write] = []
-            var part = Write()
+            // Objects and then events as one sequence, cut where a part would pass the budget.
+            let sizes = ids.indices.map(objectBytes) + kinds.indices.map(eventBytes)
+            var starts = [0]
             var size = 0
-            func startPart(adding bytes: Int) {
+            for (index, bytes) in sizes.enumerated() {
                 if size > 0 && size + bytes > maximumBytes {
-                    parts.append(part)
-                    part = Write()
+                    starts.append(index)
                     size = 0
                 }
                 size += bytes
             }
-            for index in ids.indices {
-                startPart(adding: objectBytes(index))
-                part.collections.append(collections[index])
-                part.ids.append(ids[index])
-                part.partitions.append(partitions[index])
-                part.versions.append(versions[index])
-                part.bodies.append(bodies[index])
-                part.deleted.append(deleted[index])
+            let objects = ids.count
+            var parts = zip(starts, starts.dropFirst() + [sizes.count]).map { start, end in
+                slice(objects: min(start, objects)..<min(end, objects), events: max(start - objects, 0)..<max(end - objects, 0))
             }
-            for index in kinds.indices {
-                startPart(adding: eventBytes(index))
-                part.kinds.append(kinds[index])
-                part.operations.append(operations[index])
-                part.eventCollections.append(eventCollections[index])
-                part.objectIDs.append(objectIDs[index])
-                part.eventPartitions.append(eventPartitions[index])
-                part.eventVersions.append(eventVersions[index])
-                part.userIDs.append(userIDs[index])
-                part.before.append(before[index])
-                part.after.append(after[index])
-                part.changed.append(changed[index])
-                part.removed.append(removed[index])
-                part.depths.append(depths[index])
-                part.authors.append(authors[index])
-            }
-            parts.append(part)
             parts[parts.count - 1].principals = principals
             parts[parts.count - 1].requestIDs = requestIDs
             parts[parts.count - 1].outcomePartitions = outcomePartitions
             parts[parts.count - 1].outcomes = outcomes
             parts[parts.count - 1].stamp = stamp
-            for index in parts.indices { parts[index].clock = clock }
             return parts
+        }
+
+        /// The given objects and events, at this statement's clock, without outcomes or stamp.
+        private func slice(objects: Range<Int>, events: Range<Int>) -> Write {
+            var part = Write()
+            part.collections = Array(collections[objects])
+            part.ids = Array(ids[objects])
+            part.partitions = Array(partitions[objects])
+            part.versions = Array(versions[objects])
+            part.bodies = Array(bodies[objects])
+            part.deleted = Array(deleted[objects])
+            part.clock = clock
+            part.kinds = Array(kinds[events])
+            part.operations = Array(operations[events])
+            part.eventCollections = Array(eventCollections[events])
+            part.objectIDs = Array(objectIDs[events])
+            part.eventPartitions = Array(eventPartitions[events])
+            part.eventVersions = Array(eventVersions[events])
+            part.userIDs = Array(userIDs[events])
+            part.before = Array(before[events])
+            part.after = Array(after[events])
+            part.changed = Array(changed[events])
+            part.removed = Array(removed[events])
+            part.depths = Array(depths[events])
+            part.authors = Array(authors[events])
+            return part
         }
     }
 
