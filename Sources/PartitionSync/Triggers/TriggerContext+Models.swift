@@ -33,6 +33,23 @@ extension TriggerContext {
         try await find(Model.collection, whereArray: path, contains: element).decoded(as: Model.self)
     }
 
+    /// Deletes the live objects of `type` whose field at `path` is one of `values` (found as by
+    /// ``find(_:where:in:)``, without decoding them), a hundred to a write, partition by
+    /// partition in order; returns how many. What a deleted parent takes with it: a wiki its
+    /// pages, a room its chats.
+    @discardableResult
+    public func deleteAll<Model: SyncModel>(_ type: Model.Type, where path: String, in values: [String]) async throws -> Int {
+        let found = try await find(Model.collection, where: path, in: values)
+        let byPartition = Dictionary(grouping: found.map { ($0.partition, $0.object.key) }, by: \.0)
+        for partition in byPartition.keys.sorted() {
+            let keys = byPartition[partition]!.map(\.1)
+            for start in stride(from: 0, to: keys.count, by: 100) {
+                try await apply(keys[start..<min(start + 100, keys.count)].map { .delete($0) }, in: partition)
+            }
+        }
+        return found.count
+    }
+
     /// Creates the object of `model`, or sets each of its top-level fields (a `put`: fields
     /// the model leaves out, `nil` optionals among them, keep their stored values).
     @discardableResult

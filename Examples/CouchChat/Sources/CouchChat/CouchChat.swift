@@ -16,11 +16,12 @@ public enum CouchChat {
         permissions.add(CouchChatValidator())
         return SyncApplication(
             permissions: permissions,
-            triggers: [CouchChatTriggers.accounts, CouchChatTriggers.friendBot, CouchChatTriggers.roomLists],
-            // What the accounts trigger searches by: the rooms that list an email.
+            triggers: [CouchChatTriggers.accounts, CouchChatTriggers.friendBot, CouchChatTriggers.roomLists, CouchChatTriggers.deletedRooms],
+            // What the triggers search by: the rooms that list an email, the chats of a room.
             indexes: [
                 try! .arrayContains(collection: Room.collection, path: "owners"),
                 try! .arrayContains(collection: Room.collection, path: "members"),
+                try! .field(collection: Chat.collection, path: "channel_id"),
             ])
     }
 

@@ -88,6 +88,15 @@ public enum CouchChatTriggers {
         }
     }
 
+    /// A deleted room takes its chats with it (found through the index on `channel_id`), so no
+    /// one who makes a room with its id later finds its history.
+    public static let deletedRooms = Trigger(
+        name: "couchchat.deleted-rooms", collections: [Room.collection], operations: [.delete]
+    ) { event, context in
+        guard let roomID = event.key?.id else { return }
+        try await context.deleteAll(Chat.self, where: "channel_id", in: [roomID])
+    }
+
     /// Keeps each user's room list (in `user=<userId>`) equal to the rooms that admit them,
     /// with their titles.
     public static let roomLists = Trigger(

@@ -63,6 +63,9 @@ struct CouchChatValidator: WriteValidator {
             }
         }
         guard let before else {
+            // Whoever made a deleted room again would own the chats its deletion has not yet
+            // taken with it (couchchat.deleted-rooms): its id is not used again.
+            guard change.before != .deleted else { throw refusal("room \(change.key.id) was deleted: a new room takes a new id") }
             guard after.owners == [writer], (after.members ?? []).isEmpty, (after.declinedInvitations ?? []).isEmpty else {
                 throw refusal("a new room has its creator as its only owner, and no members yet (invite them in pendingMembers)")
             }

@@ -35,4 +35,22 @@ struct AccountTests {
             #expect(try await app.db.deadLetters().isEmpty)
         }
     }
+
+    @Test("a deleted room takes its chats with it, and nobody makes it again to own its history")
+    func deletedRoom() async throws {
+        try await CouchChatHarness.with { app in
+            let ann = try await app.user("ann@example.com")
+            let eve = try await app.user("eve@example.com")
+            #expect(try await ann.createRoom("secret", title: "Secret").isAck)
+            let room = try CouchChatPartitions.room("secret")
+            for n in 0..<150 {
+                #expect(try await ann.put(Chat(id: "c\(n)", room: "secret", author: ann.email, markdown: "private \(n)"), in: room).isAck)
+            }
+            #expect(try await ann.upload([.delete(try ObjectKey(collection: Room.collection, id: "secret"))], to: room).isAck)
+            // Eve knows the id: she cannot make the room again and read what is left in it.
+            #expect(try await eve.createRoom("secret", title: "Mine now").rejectionCode == .validationFailed)
+            #expect(try await TestTriggers.eventually { try await app.db.objects(in: room).isEmpty })
+            #expect(try await app.db.deadLetters().isEmpty)
+        }
+    }
 }

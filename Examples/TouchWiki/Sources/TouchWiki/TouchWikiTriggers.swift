@@ -82,16 +82,11 @@ public enum TouchWikiTriggers {
         }
     }
 
-    /// A deleted wiki takes its pages with it (found through the index on `wiki_id`), a
-    /// hundred to a write.
+    /// A deleted wiki takes its pages with it (found through the index on `wiki_id`).
     public static let deletedWikis = Trigger(
         name: "touchwiki.deleted-wikis", collections: [Wiki.collection], operations: [.delete]
     ) { event, context in
-        guard let wikiID = event.key?.id, let partition = event.partition else { return }
-        let pages = try await context.find(WikiPage.self, where: "wiki_id", in: [wikiID])
-        for chunk in stride(from: 0, to: pages.count, by: 100) {
-            let keys = try pages[chunk..<min(chunk + 100, pages.count)].map { try $0.model.objectKey }
-            try await context.apply(keys.map { .delete($0) }, in: partition)
-        }
+        guard let wikiID = event.key?.id else { return }
+        try await context.deleteAll(WikiPage.self, where: "wiki_id", in: [wikiID])
     }
 }

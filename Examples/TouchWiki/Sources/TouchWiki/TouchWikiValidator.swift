@@ -4,9 +4,9 @@ import PartitionSync
 /// see the upload's own changes); a refusal is `validation_failed` with the reason, and
 /// nothing of the upload is written.
 ///
-/// - A wiki lives in `wiki=<its id>`. A new one names its writer as `owner_id`; the owner
-///   never changes; only the owner changes `members` or deletes the wiki; members may edit
-///   its title and description.
+/// - A wiki lives in `wiki=<its id>`. A new one names its writer as `owner_id`, and does not
+///   take the id of a deleted one; the owner never changes; only the owner changes `members`
+///   or deletes the wiki; members may edit its title and description.
 /// - A page's id is `<wikiId>:<name>`, its `wiki_id` that prefix, which is also its
 ///   partition's value, and its wiki exists.
 /// - `created_at` and `updated_at` are the server's (``TouchWikiTriggers/timestamps``): a
@@ -55,6 +55,9 @@ struct TouchWikiValidator: WriteValidator {
             throw refusal("members are at most \(Self.maximumMembers) lowercase email addresses")
         }
         guard let before else {
+            // Whoever made a deleted wiki again would own the pages its deletion has not yet
+            // taken with it (touchwiki.deleted-wikis): its id is not used again.
+            guard change.before != .deleted else { throw refusal("wiki \(change.key.id) was deleted: a new wiki takes a new id") }
             guard after.owner_id == writer else { throw refusal("a new wiki names its creator, \(writer), as its owner") }
             return
         }

@@ -22,6 +22,8 @@ struct AccountTests {
             #expect(try await app.list(of: bob) { $0 == ["w1"] })
 
             #expect(try await ann.upload([.delete(try ObjectKey(collection: Wiki.collection, id: "w1"))], to: try TouchWikiPartitions.wiki("w1")).isAck)
+            // Bob, who knows the id, cannot make the wiki again and own what is left of its pages.
+            #expect(try await bob.createWiki("w1", title: "Mine now").rejectionCode == .validationFailed)
             #expect(try await app.list(of: bob) { $0.isEmpty })
             #expect(try await app.list(of: ann) { $0 == ["w2"] })
             #expect(try await TestTriggers.eventually { try await app.db.objects(WikiPage.self, in: try TouchWikiPartitions.wiki("w1")).isEmpty })
