@@ -15,8 +15,7 @@ struct HTTPRoutes: Sendable {
     let uploads: UploadService
     let metrics: ServerMetrics
     let readiness: Readiness
-    let triggers: TriggerAdmin
-    /// Service names whose API keys may use the admin endpoints and read `/metrics`.
+    /// Service names whose API keys may read `/metrics`.
     let adminServices: Set<String>
     /// Whether `/metrics` answers without an admin API key.
     let metricsPublic: Bool
@@ -55,46 +54,6 @@ struct HTTPRoutes: Sendable {
         }
         authGroup.post("logout") { request, _ in
             try await self.auth.logout(try await self.refreshToken(request))
-            return Response(status: .noContent)
-        }
-        let admin = router.group("v1/admin")
-        admin.get("triggers") { request, _ in
-            try await self.requireAdmin(request)
-            let reports = try await self.triggers.reports()
-            return Response.json(.array(reports.map { report in
-                [
-                    "name": .string(report.name), "position": .int(report.position), "lag": .int(report.lag),
-                    "leaseHolder": report.leaseHolder.map(JSONValue.string) ?? .null, "deadLetters": .int(Int64(report.deadLetters)),
-                ]
-            }))
-        }
-        admin.get("dead-letters") { request, _ in
-            try await self.requireAdmin(request)
-            let trigger = request.uri.queryParameters["trigger"].map(String.init)
-            if let trigger, trigger.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-                throw SyncError(.badRequest, "a trigger name holds no control characters")
-            }
-            let letters = try await self.triggers.deadLetters(trigger: trigger)
-            return Response.json(.array(letters.map { letter in
-                [
-                    "id": .int(letter.id), "trigger": .string(letter.trigger), "position": .int(letter.position),
-                    "attempts": .int(Int64(letter.attempts)), "error": .string(letter.error),
-                    "created": .string(JSONValue.iso8601(letter.created)),
-                ]
-            }))
-        }
-        admin.post("dead-letters/:id/retry") { request, context in
-            try await self.requireAdmin(request)
-            guard let id = context.parameters.get("id").flatMap(Int64.init) else { throw SyncError(.badRequest, "a dead letter id is a number") }
-            do {
-                try await self.triggers.retry(id)
-            } catch let error as TriggerError where error.code == .notFound {
-                throw SyncError(.notFound, error.message)
-            } catch let error as SyncError {
-                throw error
-            } catch {
-                throw SyncError(.validationFailed, "the handler failed again; the dead letter stays open")
-            }
             return Response(status: .noContent)
         }
         let partitions = router.group("v1/partitions")

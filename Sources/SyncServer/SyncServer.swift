@@ -194,7 +194,6 @@ package final class SyncServer: Service, Sendable {
         router.add(middleware: ErrorMiddleware(metrics: metrics))
         HTTPRoutes(
             store: store, auth: auth, permissions: permissions, uploads: uploads, metrics: metrics, readiness: readiness,
-            triggers: TriggerAdmin(store: store, triggers: application.triggers, logger: logger),
             adminServices: configuration.adminServices, metricsPublic: configuration.metricsPublic,
             triggerHealth: triggers.health
         ).add(to: router)

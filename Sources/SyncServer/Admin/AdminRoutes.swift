@@ -5,9 +5,10 @@ import SyncProtocol
 import SyncStorage
 import SyncTriggers
 
-/// The admin endpoints the web console reads (docs/PROTOCOL.md, "Admin endpoints"): this
-/// instance's counts over the last minutes, partitions and their objects, accounts with their
-/// sessions; revoking a user's sessions and deleting an account. Every one takes an admin API
+/// The admin endpoints (docs/PROTOCOL.md, "Admin endpoints"), which the web console and
+/// `psync triggers` read: triggers and their dead letters, and retrying one; this instance's
+/// counts over the last minutes, partitions and their objects, accounts with their sessions;
+/// revoking a user's sessions and deleting an account. Every one takes an admin API
 /// key (``AdminAccess``).
 struct AdminRoutes: Sendable {
     let access: AdminAccess
@@ -20,6 +21,45 @@ struct AdminRoutes: Sendable {
 
     func add(to router: Router<SyncRequestContext>) {
         let admin = router.group("v1/admin")
+        admin.get("triggers") { request, _ in
+            try await self.access.require(request)
+            let reports = try await self.triggers.reports()
+            return Response.json(.array(reports.map { report in
+                [
+                    "name": .string(report.name), "position": .int(report.position), "lag": .int(report.lag),
+                    "leaseHolder": report.leaseHolder.map(JSONValue.string) ?? .null, "deadLetters": .int(Int64(report.deadLetters)),
+                ]
+            }))
+        }
+        admin.get("dead-letters") { request, _ in
+            try await self.access.require(request)
+            let trigger = request.uri.queryParameters["trigger"].map(String.init)
+            if let trigger, trigger.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                throw SyncError(.badRequest, "a trigger name holds no control characters")
+            }
+            let letters = try await self.triggers.deadLetters(trigger: trigger)
+            return Response.json(.array(letters.map { letter in
+                [
+                    "id": .int(letter.id), "trigger": .string(letter.trigger), "position": .int(letter.position),
+                    "attempts": .int(Int64(letter.attempts)), "error": .string(letter.error),
+                    "created": .string(JSONValue.iso8601(letter.created)),
+                ]
+            }))
+        }
+        admin.post("dead-letters/:id/retry") { request, context in
+            try await self.access.require(request)
+            guard let id = context.parameters.get("id").flatMap(Int64.init) else { throw SyncError(.badRequest, "a dead letter id is a number") }
+            do {
+                try await self.triggers.retry(id)
+            } catch let error as TriggerError where error.code == .notFound {
+                throw SyncError(.notFound, error.message)
+            } catch let error as SyncError {
+                throw error
+            } catch {
+                throw SyncError(.validationFailed, "the handler failed again; the dead letter stays open")
+            }
+            return Response(status: .noContent)
+        }
         admin.get("overview") { request, _ -> Response in
             try await self.access.require(request)
             return Response.json(try await self.overview())
