@@ -52,6 +52,7 @@ extension Request {
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = SyncRequestContext
     let metrics: ServerMetrics
+    let routes: RouteTable
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var response: Response
@@ -64,7 +65,7 @@ struct ErrorMiddleware: RouterMiddleware {
             metrics.countError(limited.error.code.rawValue)
             response = .error(limited.error, retryAfter: limited.retryAfter)
         } catch let error as HTTPError {
-            if error.status == .notFound, let allowed = RouteTable.server.methods(for: request.uri.path) {
+            if error.status == .notFound, let allowed = routes.methods(for: request.uri.path) {
                 response = .error(SyncError(.methodNotAllowed, "\(request.method) is not allowed here; use \(allowed.map(\.rawValue).joined(separator: ", "))"))
                 response.headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
             } else {

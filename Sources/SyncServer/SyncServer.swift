@@ -190,8 +190,9 @@ package final class SyncServer: Service, Sendable {
             store: store, hub: hub, permissions: permissions, auth: auth, uploads: uploads, metrics: metrics,
             presence: presence, userSessions: userSessions, configuration: configuration.sessions, logger: logger)
 
+        let routes = RouteTable()
         let router = Router(context: SyncRequestContext.self)
-        router.add(middleware: ErrorMiddleware(metrics: metrics))
+        router.add(middleware: ErrorMiddleware(metrics: metrics, routes: routes))
         HTTPRoutes(
             store: store, auth: auth, permissions: permissions, uploads: uploads, metrics: metrics, readiness: readiness,
             adminServices: configuration.adminServices, metricsPublic: configuration.metricsPublic,
@@ -218,7 +219,7 @@ package final class SyncServer: Service, Sendable {
         let unauthenticatedLimit = configuration.sessions.unauthenticatedMessageBytes
 
         let webSocketRouter = Router(context: SyncRequestContext.self)
-        webSocketRouter.add(middleware: ErrorMiddleware(metrics: metrics))
+        webSocketRouter.add(middleware: ErrorMiddleware(metrics: metrics, routes: routes))
         webSocketRouter.ws("v1/sync") { request, context in
             // A credential in the header must be valid; without one, the client sends `auth`.
             if let credential = request.bearerCredential {
@@ -264,6 +265,7 @@ package final class SyncServer: Service, Sendable {
             }
         }
 
+        routes.load([router, webSocketRouter])
         let app = Application(
             router: router,
             server: .http1WebSocketUpgrade(
