@@ -160,12 +160,31 @@ final class LocalStore: Sendable {
         try database.read { db in
             var result: [ObjectKey: SyncObject] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT collection, id, version, body FROM objects WHERE partition = ?", arguments: [partition.description]) {
-                let key = ObjectKey(uncheckedCollection: row["collection"], id: row["id"])
-                let body = (row["body"] as String?).flatMap { try? JSONParser(maximumDepth: 512).parse($0).objectValue }
-                result[key] = SyncObject(key: key, version: row["version"], body: body)
+                let object = Self.object(row)
+                result[object.key] = object
             }
             return result
         }
+    }
+
+    /// The server's objects of `partition` among `keys` (read by key, not the whole partition).
+    func serverObjects(of partition: Partition, keys: Set<ObjectKey>) throws -> [ObjectKey: SyncObject] {
+        try database.read { db in
+            var result: [ObjectKey: SyncObject] = [:]
+            for key in keys {
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT collection, id, version, body FROM objects WHERE collection = ? AND id = ? AND partition = ?",
+                    arguments: [key.collection, key.id, partition.description])
+                if let row { result[key] = Self.object(row) }
+            }
+            return result
+        }
+    }
+
+    private static func object(_ row: Row) -> SyncObject {
+        let key = ObjectKey(uncheckedCollection: row["collection"], id: row["id"])
+        let body = (row["body"] as String?).flatMap { try? JSONParser(maximumDepth: 512).parse($0).objectValue }
+        return SyncObject(key: key, version: row["version"], body: body)
     }
 
     // MARK: The upload queue

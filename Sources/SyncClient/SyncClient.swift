@@ -91,17 +91,24 @@ public actor SyncClient {
     /// The objects of a partition as the app should show them: the server's, with the pending
     /// writes replayed on top, and this app's drafts (``saveDraft(_:in:id:)``) over those.
     public func objects(in partition: Partition) throws -> [SyncObject] {
-        if let next = try store.nextLocalExpiry(), next <= Date() { purgeLocalExpiries() }
+        try purgeExpiredNow()
         return try view(of: partition, drafts: true).sorted { $0.key < $1.key }
     }
 
-    /// The server's objects with the pending writes on top, and the drafts with `drafts`.
-    func view(of partition: Partition, drafts: Bool = false) throws -> [SyncObject] {
-        let server = try store.serverObjects(of: partition)
-        var states = server.mapValues(\.state)
-        let applier = OperationApplier(partition: partition)
+    /// Purges the objects whose local expiry has passed, if any has, before a read of the view.
+    func purgeExpiredNow() throws {
+        if let next = try store.nextLocalExpiry(), next <= Date() { purgeLocalExpiries() }
+    }
+
+    /// The server's objects with the pending writes on top, and the drafts with `drafts`; only
+    /// those among `keys` when given (then only they, and what the writes touch, are read).
+    func view(of partition: Partition, drafts: Bool = false, keys: Set<ObjectKey>? = nil) throws -> [SyncObject] {
         var writes = try store.pending(in: partition).map(\.operations)
         if drafts { writes += try store.drafts(in: partition).map(\.operations) }
+        let server = try keys.map { try store.serverObjects(of: partition, keys: $0.union(writes.joined().map(\.key))) }
+            ?? store.serverObjects(of: partition)
+        var states = server.mapValues(\.state)
+        let applier = OperationApplier(partition: partition)
         for operations in writes {
             // A write the server will refuse is not shown; its rejection arrives later (a
             // draft that no longer applies shows when it is published and refused).
@@ -109,7 +116,8 @@ public actor SyncClient {
             for change in changes { states[change.key] = change.after }
         }
         return states.compactMap { key, state in
-            state.body.map { SyncObject(key: key, version: server[key]?.version ?? 0, body: $0) }
+            guard keys?.contains(key) ?? true else { return nil }
+            return state.body.map { SyncObject(key: key, version: server[key]?.version ?? 0, body: $0) }
         }
     }
 

@@ -13,8 +13,11 @@ extension SyncClient {
     /// when given: cheaper when the app knows where it lives); `nil` when none has it.
     public func resolve<T: SyncModel>(_ reference: Reference<T>, in partitions: [Partition]? = nil) throws -> T? {
         let key = try reference.key
+        try purgeExpiredNow()
         for partition in try partitions ?? store.openPartitions().map(\.0) {
-            if let object = try objects(in: partition).first(where: { $0.key == key }), let body = object.body {
+            // The view of this one key (and of what the partition's pending writes and drafts
+            // touch), not of the whole partition.
+            if let body = try view(of: partition, drafts: true, keys: [key]).first?.body {
                 return try T.decode(body, of: key)
             }
         }
