@@ -63,3 +63,22 @@ extension SyncModel {
         }
     }
 }
+
+extension SyncModel {
+    /// For a write validator of documents that name their kind in a `type` field (the
+    /// Couchbase document model, as ``ModelFactory`` reads them): the model in `body`, or `nil`
+    /// when there is none (the object did not exist before, or the change deletes it). A body
+    /// whose `type` is not ``documentType``, or that does not decode as the model, refuses the
+    /// upload (`validation_failed`), so no document passes for another kind.
+    public static func validating(_ body: [String: JSONValue]?, of key: ObjectKey) throws(SyncError) -> Self? {
+        guard let body else { return nil }
+        guard body["type"] == .string(documentType) else {
+            throw SyncError(.validationFailed, "a \(collection) document has type \"\(documentType)\"")
+        }
+        do {
+            return try decode(body, of: key)
+        } catch {
+            throw SyncError(.validationFailed, "\(key) is not a valid \(collection) document")
+        }
+    }
+}

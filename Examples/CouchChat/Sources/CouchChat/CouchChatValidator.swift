@@ -41,14 +41,14 @@ struct CouchChatValidator: WriteValidator {
         guard change.key.id == Profile.id(of: writer) else {
             throw refusal("you can only write your own profile, \(Profile.id(of: writer))")
         }
-        guard let profile = try decode(Profile.self, change.after.body, change.key) else { return }
+        guard let profile = try Profile.validating(change.after.body, of: change.key) else { return }
         guard profile.email.lowercased() == writer else { throw refusal("a profile's email is its owner's") }
     }
 
     private func checkRoom(_ change: ObjectChange, in partition: Partition, writer: String) throws {
         guard change.key.id == partition.value else { throw refusal("room \(change.key.id) lives in room=\(change.key.id)") }
-        let before = try decode(Room.self, change.before.body, change.key)
-        let after = try decode(Room.self, change.after.body, change.key)
+        let before = try Room.validating(change.before.body, of: change.key)
+        let after = try Room.validating(change.after.body, of: change.key)
         if let before, !before.owners.contains(writer) {
             throw refusal("only an owner may change or delete a room")
         }
@@ -83,10 +83,10 @@ struct CouchChatValidator: WriteValidator {
     }
 
     private func checkChat(_ change: ObjectChange, in partition: Partition, writer: String, context: ValidationContext) async throws {
-        if let before = try decode(Chat.self, change.before.body, change.key), before.author != writer {
+        if let before = try Chat.validating(change.before.body, of: change.key), before.author != writer {
             throw refusal("only the author of a chat may change or delete it")
         }
-        guard let chat = try decode(Chat.self, change.after.body, change.key) else { return }
+        guard let chat = try Chat.validating(change.after.body, of: change.key) else { return }
         guard chat.author == writer else { throw refusal("a chat's author is its writer, \(writer)") }
         guard chat.channel_id == partition.value else { throw refusal("a chat's channel_id is the room it is in, \(partition.value)") }
         guard let room = try await context.object(Room.self, id: partition.value), room.admits(writer) else {
@@ -95,13 +95,6 @@ struct CouchChatValidator: WriteValidator {
     }
 
     /// The model in a body; a body that is not one (or whose `type` is not its collection) is refused.
-    private func decode<Model: SyncModel>(_ type: Model.Type, _ body: [String: JSONValue]?, _ key: ObjectKey) throws -> Model? {
-        guard let body else { return nil }
-        guard body["type"] == .string(Model.collection) else { throw refusal("a \(Model.collection) document has type \"\(Model.collection)\"") }
-        guard let model = try? Model.decode(body, of: key) else { throw refusal("\(key) is not a valid \(Model.collection) document") }
-        return model
-    }
-
     /// A user's name: an email address, lowercased.
     static func isName(_ text: String) -> Bool {
         text.count <= 254 && text == text.lowercased() && text.split(separator: "@", omittingEmptySubsequences: false).count == 2

@@ -40,8 +40,8 @@ struct TouchWikiValidator: WriteValidator {
 
     private func checkWiki(_ change: ObjectChange, in partition: Partition, writer: String) throws {
         guard change.key.id == partition.value else { throw refusal("wiki \(change.key.id) lives in wiki=\(change.key.id)") }
-        let before = try decode(Wiki.self, change.before.body, change.key)
-        let after = try decode(Wiki.self, change.after.body, change.key)
+        let before = try Wiki.validating(change.before.body, of: change.key)
+        let after = try Wiki.validating(change.after.body, of: change.key)
         guard let after else {
             guard before?.owner_id == writer else { throw refusal("only the owner may delete a wiki") }
             return
@@ -72,8 +72,8 @@ struct TouchWikiValidator: WriteValidator {
         guard change.key.id.hasPrefix(prefix), WikiPage.isName(String(change.key.id.dropFirst(prefix.count))) else {
             throw refusal("a page of wiki \(partition.value) has the id \(prefix)<name>, a name of 1 to \(WikiPage.maximumNameLength) characters without brackets")
         }
-        _ = try decode(WikiPage.self, change.before.body, change.key)
-        guard let page = try decode(WikiPage.self, change.after.body, change.key) else { return }
+        _ = try WikiPage.validating(change.before.body, of: change.key)
+        guard let page = try WikiPage.validating(change.after.body, of: change.key) else { return }
         guard page.wiki_id.id == partition.value else { throw refusal("a page's wiki_id is its wiki's id, \(partition.value)") }
         try checkMarkdown(page.markdown)
         guard try await context.object(Wiki.self, id: partition.value) != nil else {
@@ -88,13 +88,6 @@ struct TouchWikiValidator: WriteValidator {
     }
 
     /// The model in a body; a body that is not one (or whose `type` is not its collection) is refused.
-    private func decode<Model: SyncModel>(_ type: Model.Type, _ body: [String: JSONValue]?, _ key: ObjectKey) throws -> Model? {
-        guard let body else { return nil }
-        guard body["type"] == .string(Model.collection) else { throw refusal("a \(Model.collection) document has type \"\(Model.collection)\"") }
-        guard let model = try? Model.decode(body, of: key) else { throw refusal("\(key) is not a valid \(Model.collection) document") }
-        return model
-    }
-
     /// A user's name: an email address, lowercased.
     static func isName(_ text: String) -> Bool {
         text.count <= 254 && text == text.lowercased() && text.split(separator: "@", omittingEmptySubsequences: false).count == 2
