@@ -59,7 +59,11 @@ struct Serve: AsyncParsableCommand {
     var failureWindow: Int = ProcessInfo.processInfo.environment["PSYNC_FAILURE_WINDOW"].flatMap(Int.init) ?? 900
 
     @Option(name: .customLong("password-hash-concurrency"), help: "bcrypt runs at once; default the number of cores (env PSYNC_PASSWORD_HASH_CONCURRENCY).")
-    var passwordHashConcurrency: Int? = ProcessInfo.processInfo.environment["PSYNC_PASSWORD_HASH_CONCURRENCY"].flatMap(Int.init)
+    var passwordHashConcurrencyOption: Int?
+
+    var passwordHashConcurrency: Int? {
+        passwordHashConcurrencyOption ?? ProcessInfo.processInfo.environment["PSYNC_PASSWORD_HASH_CONCURRENCY"].flatMap(Int.init)
+    }
 
     @Option(name: .customLong("password-hash-queue"), help: "Logins and registrations that may wait for bcrypt; more are rate_limited (env PSYNC_PASSWORD_HASH_QUEUE).")
     var passwordHashQueue: Int = ProcessInfo.processInfo.environment["PSYNC_PASSWORD_HASH_QUEUE"].flatMap(Int.init) ?? 64
