@@ -139,19 +139,20 @@ enum WriteStatements {
         /// it records take. A statement's parameters stay in its connection's send buffer at
         /// their largest size for the connection's life, so one statement of a trigger that
         /// rewrote a thousand large records would keep hundreds of megabytes.
-        func split(maximumBytes: Int) -> [Write] {
-            guard bytes > maximumBytes else { return [self] }
+        /// Each part comes with its size (``bytes``), measured once.
+        func split(maximumBytes: Int) -> [(statement: Write, bytes: Int)] {
             // Objects and then events as one sequence, cut where a part would pass the budget.
             let sizes = ids.indices.map(objectBytes) + kinds.indices.map(eventBytes)
             var starts = [0]
-            var size = 0
+            var partSizes = [0]
             for (index, bytes) in sizes.enumerated() {
-                if size > 0 && size + bytes > maximumBytes {
+                if partSizes[partSizes.count - 1] > 0 && partSizes[partSizes.count - 1] + bytes > maximumBytes {
                     starts.append(index)
-                    size = 0
+                    partSizes.append(0)
                 }
-                size += bytes
+                partSizes[partSizes.count - 1] += bytes
             }
+            guard starts.count > 1 else { return [(self, partSizes[0])] }
             let objects = ids.count
             var parts = zip(starts, starts.dropFirst() + [sizes.count]).map { start, end in
                 slice(objects: min(start, objects)..<min(end, objects), events: max(start - objects, 0)..<max(end - objects, 0))
@@ -161,7 +162,7 @@ enum WriteStatements {
             parts[parts.count - 1].outcomePartitions = outcomePartitions
             parts[parts.count - 1].outcomes = outcomes
             parts[parts.count - 1].stamp = stamp
-            return parts
+            return Array(zip(parts, partSizes))
         }
 
         /// The given objects and events, at this statement's clock, without outcomes or stamp.

@@ -385,8 +385,8 @@ package final class WriteTransaction {
             return (0, 0)
         }
         var counts = (written: 0, recorded: 0)
-        for part in statement.split(maximumBytes: store.configuration.statementBytes) {
-            largestStatement = max(largestStatement, part.bytes)
+        for (part, bytes) in statement.split(maximumBytes: store.configuration.statementBytes) {
+            largestStatement = max(largestStatement, bytes)
             for try await (written, stored) in try await connection.execute(part, logger: logger) {
                 counts.written += Int(written)
                 counts.recorded += Int(stored)

@@ -49,7 +49,8 @@ struct StatementSizeTests {
     @Test("a statement over the budget is split in order: objects, then events; the outcomes and the stamp go last, the clock with every part")
     func splitInOrder() {
         let whole = Self.statement(objects: 10, size: 100)
-        let parts = whole.split(maximumBytes: 500)
+        let split = whole.split(maximumBytes: 500)
+        let parts = split.map(\.statement)
         #expect(parts.count > 2)
         #expect(parts.flatMap(\.ids) == whole.ids)
         #expect(parts.flatMap(\.bodies) == whole.bodies)
@@ -57,6 +58,7 @@ struct StatementSizeTests {
         #expect(parts.flatMap(\.depths) == whole.depths)
         #expect(parts.flatMap(\.after) == whole.after)
         #expect(parts.allSatisfy { $0.bytes <= 500 })
+        #expect(split.allSatisfy { $0.bytes == $0.statement.bytes })
         #expect(parts.allSatisfy { $0.clock == 42 })
         #expect(parts.dropLast().allSatisfy { $0.requestIDs.isEmpty && $0.stamp.isEmpty })
         #expect(parts.last?.requestIDs == ["r1"] && parts.last?.stamp == ["notes=b"])
@@ -73,7 +75,8 @@ struct StatementSizeTests {
         #expect(large.split(maximumBytes: 500).count == 6)
         let small = Self.statement(objects: 3, size: 100)
         #expect(small.split(maximumBytes: 1 << 20).count == 1)
-        #expect(small.split(maximumBytes: 1 << 20).first?.ids == small.ids)
+        #expect(small.split(maximumBytes: 1 << 20).first?.statement.ids == small.ids)
+        #expect(small.split(maximumBytes: 1 << 20).first?.bytes == small.bytes)
     }
 
     @Test("an upload written in many statements is stored whole: its objects, its events in order at one clock, and its outcome")
