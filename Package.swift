@@ -232,12 +232,12 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncProtocolTests",
-            dependencies: ["SyncProtocol"],
+            dependencies: ["SyncProtocol", "SyncTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "EmbeddedPostgresTests",
-            dependencies: ["EmbeddedPostgres", "SyncTesting", "SyncStorage"],
+            dependencies: ["EmbeddedPostgres", "SyncTesting", "SyncStorage", "SyncProtocol"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -291,7 +291,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncStorageTests",
-            dependencies: ["SyncStorage", "SyncTesting", "EmbeddedPostgres", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "SyncStorage", "SyncTesting", "EmbeddedPostgres", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

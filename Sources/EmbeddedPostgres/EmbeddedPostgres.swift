@@ -16,6 +16,13 @@ import Darwin
 /// PostgreSQL refuses to run as root, so when this process is root the cluster runs as the
 /// `postgres` system user and the data directory is handed to that user.
 ///
+/// Several processes share one cluster: a second command (`psync apikey create` beside a
+/// running `psync serve`) finds it running and connects to it, and the cluster is stopped by
+/// the last process using it. Each user holds a shared `flock` on `<dataDirectory>.users`
+/// while it uses the cluster (the kernel drops it when the process dies); a process that stops
+/// takes it exclusively first and leaves the cluster running when it cannot. Deciding whether
+/// to start is done under `<dataDirectory>.startup`, one process at a time.
+///
 /// ```swift
 /// let postgres = EmbeddedPostgres(configuration: .init(dataDirectory: ".psync-data/postgres"), logger: logger)
 /// let endpoint = try await postgres.start()
@@ -25,6 +32,8 @@ package final class EmbeddedPostgres: Service, Sendable {
     package let configuration: EmbeddedPostgresConfiguration
     let logger: Logger
     private let started = Mutex<EmbeddedPostgresEndpoint?>(nil)
+    /// The shared lock on `<dataDirectory>.users` while this process uses the cluster.
+    private let share = Mutex<FileLock?>(nil)
 
     package init(configuration: EmbeddedPostgresConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -49,6 +58,12 @@ package final class EmbeddedPostgres: Service, Sendable {
         let runAs = geteuid() == 0 ? "postgres" : nil
         let dataDirectory = URL(fileURLWithPath: configuration.dataDirectory).standardizedFileURL.path
         try prepareDirectory(dataDirectory, owner: runAs)
+        // A user of the cluster from now on; a process stopping it holds this exclusively, and
+        // this waits until it has.
+        let users = try await FileLock(path: dataDirectory + ".users", exclusive: false)
+        // One process at a time initializes the cluster, finds it running, or starts it.
+        let startup = try await FileLock(path: dataDirectory + ".startup", exclusive: true)
+        defer { startup.release() }
 
         // The superuser's password: made at initdb, kept beside the data directory, readable by
         // this process's user alone. Connections need it (scram-sha-256), so no other local
@@ -58,7 +73,13 @@ package final class EmbeddedPostgres: Service, Sendable {
         var needsPassword = false
         if !FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") {
             logger.info("initializing embedded PostgreSQL", metadata: ["dataDirectory": "\(dataDirectory)"])
-            let secret = try Self.writeNewPassword(to: passwordFile)
+            let secret: String
+            do {
+                secret = try Self.writeNewPassword(to: passwordFile)
+            } catch {
+                users.release()
+                throw error
+            }
             password = secret
             let pwfile = try Self.temporaryPasswordFile(secret, owner: runAs)
             defer { try? FileManager.default.removeItem(atPath: pwfile) }
@@ -72,11 +93,25 @@ package final class EmbeddedPostgres: Service, Sendable {
             // A cluster made before passwords (trust): it gets one once it runs, below.
             needsPassword = true
         }
-        if FileManager.default.fileExists(atPath: dataDirectory + "/postmaster.pid") {
-            // A cluster left running by a process that died: stop it so this one owns it.
-            _ = try? await Command.run([bin + "/pg_ctl", "stop", "-D", dataDirectory, "-m", "fast", "-w"], asUser: runAs)
+        do {
+            if let running = try await Self.runningCluster(dataDirectory) {
+                guard let password else {
+                    throw EmbeddedPostgresError(
+                        .dataDirectoryUnusable, "the embedded PostgreSQL in \(dataDirectory) is running, but its password file \(passwordFile) cannot be read")
+                }
+                let endpoint = EmbeddedPostgresEndpoint(
+                    host: "127.0.0.1", port: running.port, username: configuration.username, database: configuration.database, password: password)
+                started.withLock { $0 = endpoint }
+                share.withLock { $0 = users }
+                try await createDatabase(configuration.database, bin: bin, runAs: runAs)
+                logger.info("using the running embedded PostgreSQL", metadata: ["port": "\(running.port)", "pid": "\(running.pid)"])
+                return endpoint
+            }
+        } catch {
+            users.release()
+            throw error
         }
-
+        share.withLock { $0 = users }
         var lastFailure = ""
         for _ in 0..<5 {
             let port = try configuration.port ?? Self.freePort()
@@ -106,6 +141,7 @@ package final class EmbeddedPostgres: Service, Sendable {
             // The port may have been taken between choosing and binding it: try another.
             guard configuration.port == nil else { break }
         }
+        releaseShare()
         let log = (try? String(contentsOfFile: dataDirectory + "/server.log", encoding: .utf8)) ?? ""
         throw EmbeddedPostgresError(
             .commandFailed, "pg_ctl start failed: \(lastFailure)\n\(log.split(separator: "\n").suffix(10).joined(separator: "\n"))")
@@ -181,9 +217,26 @@ package final class EmbeddedPostgres: Service, Sendable {
         return path
     }
 
-    /// Stops the cluster, letting open transactions end (`fast` mode).
+    /// Stops using the cluster: stops it, letting open transactions end (`fast` mode), when no
+    /// other process uses it, and leaves it running for them otherwise. A cluster already
+    /// stopped (by someone else) is no error.
     package func stop() async throws {
         guard endpoint != nil else { return }
+        let users = share.withLock { $0 }
+        defer {
+            share.withLock { $0 = nil }
+            users?.release()
+        }
+        guard users?.tryExclusive() ?? true else {
+            started.withLock { $0 = nil }
+            logger.info("embedded PostgreSQL left running for the other processes that use it")
+            return
+        }
+        guard isRunning else {
+            started.withLock { $0 = nil }
+            logger.warning("embedded PostgreSQL had already stopped")
+            return
+        }
         let bin = try Self.findBinDirectory(configuration.binDirectory)
         try await check(
             Command.run(
@@ -194,6 +247,24 @@ package final class EmbeddedPostgres: Service, Sendable {
         logger.info("embedded PostgreSQL stopped")
     }
 
+    private func releaseShare() {
+        share.withLock { lock -> FileLock? in
+            defer { lock = nil }
+            return lock
+        }?.release()
+    }
+
+    /// Stops using the cluster without stopping it, whoever else uses it.
+    package func detach() {
+        releaseShare()
+        started.withLock { $0 = nil }
+    }
+
+    /// Whether the cluster's postmaster is alive (its `postmaster.pid` names a live process).
+    package var isRunning: Bool {
+        Self.postmaster(of: configuration.dataDirectory).map { Self.isAlive($0.pid) } ?? false
+    }
+
     /// Stops the cluster at once without waiting for anything: for `atexit` handlers and
     /// interrupted test runs. Blocks the calling thread.
     package func stopNow() {
@@ -202,6 +273,59 @@ package final class EmbeddedPostgres: Service, Sendable {
         if geteuid() == 0 { arguments = ["/usr/sbin/runuser", "-u", "postgres", "--"] + arguments }
         Command.runBlocking(arguments)
         started.withLock { $0 = nil }
+        releaseShare()
+    }
+
+    /// What `postmaster.pid` says of a cluster: its process, port, and whether it is ready
+    /// (PostgreSQL writes `ready` on its eighth line once it accepts connections).
+    static func postmaster(of dataDirectory: String) -> (pid: pid_t, port: Int, ready: Bool)? {
+        guard let text = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8) else { return nil }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard lines.count >= 4, let pid = pid_t(lines[0]), let port = Int(lines[3]) else { return nil }
+        return (pid, port, lines.count >= 8 && lines[7] == "ready")
+    }
+
+    static func isAlive(_ pid: pid_t) -> Bool {
+        kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    /// The cluster of `dataDirectory` when its postmaster is alive, once it is ready (within
+    /// 60 s); `nil` when none runs (a `postmaster.pid` left by a dead one counts as none:
+    /// PostgreSQL replaces it).
+    static func runningCluster(_ dataDirectory: String) async throws -> (pid: pid_t, port: Int)? {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while let found = postmaster(of: dataDirectory), isAlive(found.pid) {
+            if found.ready { return (found.pid, found.port) }
+            guard ContinuousClock.now < deadline else {
+                throw EmbeddedPostgresError(.commandFailed, "the embedded PostgreSQL in \(dataDirectory) did not become ready within 60 s")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return nil
+    }
+
+    /// The processes of the running cluster: the postmaster (from `postmaster.pid`) and its
+    /// children, for fault tests that freeze or kill them.
+    package func processIDs() -> [pid_t] {
+        guard let text = try? String(contentsOfFile: configuration.dataDirectory + "/postmaster.pid", encoding: .utf8),
+            let first = text.split(separator: "\n").first, let postmaster = pid_t(first.trimmingCharacters(in: .whitespaces))
+        else { return [] }
+        var found = [postmaster]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            // `pid (comm) state ppid …`: the fields after the command's closing parenthesis.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, pid_t(fields[1]) == postmaster { found.append(pid) }
+        }
+        return found
+    }
+
+    /// Sends `signal` to every process of the cluster: `SIGSTOP` freezes it as a hung host or
+    /// a stalled network would, `SIGCONT` lets it go on.
+    package func signalAll(_ signal: Int32) {
+        for pid in processIDs() { kill(pid, signal) }
     }
 
     /// Stops a cluster this process did not start (left by a process that died), waiting on

@@ -207,7 +207,12 @@ struct Serve: AsyncParsableCommand {
         configuration.expiry.interval = .milliseconds(max(10, expiryIntervalMilliseconds))
         configuration.expiry.batchSize = max(1, expiryBatch)
         let server = SyncServer(configuration: configuration, database: url, application: Served.application, logger: logger)
-        let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: server)]
+        if let embedded {
+            services.append(.init(service: EmbeddedPostgresWatcher(postgres: embedded, logger: logger), successTerminationBehavior: .ignore))
+        }
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
             try await embedded?.stop()

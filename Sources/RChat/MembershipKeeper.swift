@@ -63,12 +63,18 @@ struct MembershipKeeper {
         let id = entry.id
         let names = Self.pendingNames(in: entry, except: inviter.userName)
         guard !names.isEmpty else { return }
-        var invitees: [String: (partition: Partition, user: User)] = [:]
-        for found in try await context.find(User.self, where: "userName", in: names) where names.contains(found.model.userName) {
-            if invitees[found.model.userName] == nil { invitees[found.model.userName] = (found.partition, found.model) }
+        // The copy's members are the conversation's members that are users, never names the
+        // inviter merely marked active: one search finds the invitees and those users.
+        let listed = Set(names).union(entry.members.lazy.filter { $0.membershipStatus == .active }.map(\.userName))
+        var users: [String: (partition: Partition, user: User)] = [:]
+        for found in try await context.find(User.self, where: "userName", in: Array(listed).sorted()) where listed.contains(found.model.userName) {
+            if users[found.model.userName] == nil { users[found.model.userName] = (found.partition, found.model) }
         }
+        let invitees = users.filter { names.contains($0.key) }
         guard !invitees.isEmpty else { return }
-        let copy = try JSONValue(encoding: invitationCopy(of: entry, activating: Set(invitees.keys)))
+        let current = membership
+        let members = Set(users.values.filter { current.contains($0.user._id) }.map(\.user.userName)).union(invitees.keys)
+        let copy = try JSONValue(encoding: invitationCopy(of: entry, members: members))
         let copySize = copy.jsonBytes.count
         for name in invitees.keys.sorted() {
             let (partition, invitee) = invitees[name]!
@@ -88,14 +94,13 @@ struct MembershipKeeper {
 
     /// The conversation as an invitee receives it: a ``Conversation`` (nothing the inviter
     /// added to their copy beyond the model), the display name cut to its limit, an unread
-    /// count of 0, and the members that are users (the inviter's active members and those
-    /// invited now), each active.
-    private func invitationCopy(of entry: Conversation, activating: Set<String>) -> Conversation {
+    /// count of 0, and, in the inviter's order, the listed names in `members` (users who are
+    /// members of the conversation, and those invited now), each active.
+    private func invitationCopy(of entry: Conversation, members names: Set<String>) -> Conversation {
         var members: [Member] = []
-        for member in entry.members where member.userName.count <= limits.maximumUserNameLength {
-            if activating.contains(member.userName) || member.membershipStatus == .active {
-                members.append(Member(userName: member.userName, membershipStatus: .active))
-            }
+        var seen: Set<String> = []
+        for member in entry.members where names.contains(member.userName) && seen.insert(member.userName).inserted {
+            members.append(Member(userName: member.userName, membershipStatus: .active))
             if members.count >= limits.maximumMembers { break }
         }
         return Conversation(id: entry.id, displayName: String(entry.displayName.prefix(limits.maximumDisplayNameLength)), members: members)

@@ -28,6 +28,8 @@ public enum RChat {
         permissions.register(UserPartitionRule(), forKey: "user")
         permissions.register(ConversationRule(), forKey: "conversation")
         permissions.register(AllUsersRule(), forKey: "all-users")
+        for schema in RChatSchemas.all(limits: limits) { permissions.declare(schema) }
+        permissions.refusesUndeclaredCollections = true
         permissions.add(RChatValidator(limits: limits))
         return SyncApplication(
             permissions: permissions,

@@ -1,7 +1,7 @@
 import Foundation
 
 /// When an object expires: its body's top-level field `@expiresAt`, an RFC 3339 date-time
-/// string (`2026-11-25T12:00:00Z`, fractional seconds and offsets allowed). At that time the
+/// string (`2026-11-25T12:00:00Z`, fractional seconds and offsets allowed, read by ``RFC3339``). At that time the
 /// server deletes the object as a client's `delete` would (docs/PROTOCOL.md, "Expiry"); an
 /// update may move, add or remove the field.
 public enum ObjectExpiry {
@@ -23,11 +23,9 @@ public enum ObjectExpiry {
         JSONValue.iso8601(date)
     }
 
-    /// An RFC 3339 date-time with a `T`, seconds and a zone (`Z` or an offset), as PostgreSQL
-    /// reads it too (migration 0010).
+    /// A strict RFC 3339 date-time (``RFC3339``), as PostgreSQL's `psync_expiry_of` reads it
+    /// too (migration 0011).
     static func parse(_ text: String) -> Date? {
-        let bytes = Array(text.utf8)
-        guard bytes.count >= 20, bytes.count <= 40, bytes[10] == UInt8(ascii: "T") else { return nil }
-        return JSONValue.date(fromISO8601: text)
+        RFC3339.date(text)
     }
 }

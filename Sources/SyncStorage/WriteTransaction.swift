@@ -194,7 +194,7 @@ package final class WriteTransaction {
                 current[key] = entry.state
             }
             let changes = try OperationApplier(partition: partition, limits: store.limits).apply(operations[partition]!, to: current)
-            try await checkBlobReferences(changes, of: operations[partition]!)
+            try await checkBlobReferences(changes, of: operations[partition]!, in: partition)
             result[partition] = changes
             writes.append((partition, versions[partition]!, changes))
         }
@@ -317,7 +317,7 @@ package final class WriteTransaction {
         }
         let changes = try OperationApplier(partition: partition, limits: store.limits)
             .apply(operations, to: current, encoding: !(defersWrites && defersEncoding))
-        try await checkBlobReferences(changes, of: operations)
+        try await checkBlobReferences(changes, of: operations, in: partition)
         guard let validate else { return changes }
         // The validators read the upload's own changes (a room made in the upload is there for
         // the check of a message put into it); a refusal leaves the transaction's view as it was.

@@ -41,8 +41,11 @@ public final class ServerProcess: @unchecked Sendable {
         self.logPath = NSTemporaryDirectory() + "psync-server-\(getpid())-\(self.port).log"
     }
 
-    /// The `psync` binary built next to the test bundle.
-    public static var executable: String { BuiltExecutable.path("psync") }
+    /// The `psync` built beside the tests, or `PSYNC_SERVER_EXECUTABLE` (a release build, say,
+    /// for the fault tests: `PSYNC_SERVER_EXECUTABLE=.build/release/psync`).
+    public static var executable: String {
+        ProcessInfo.processInfo.environment["PSYNC_SERVER_EXECUTABLE"] ?? BuiltExecutable.path("psync")
+    }
 
     /// Starts the server and waits until it is ready.
     public func start(timeout: Duration = .seconds(30)) async throws {

@@ -29,8 +29,18 @@ extension TestHTTPClient {
         return reference
     }
 
-    /// `GET /v1/blobs/{digest}`, with more headers (`Range`, `If-None-Match`).
-    public func getBlob(_ digest: BlobDigest, token: String?, headers: [String: String] = [:]) async throws -> Response {
-        try await request("GET", "/v1/blobs/\(digest.rawValue)", body: nil, token: token, headers: headers)
+    /// `GET /v1/blobs/{digest}?partition=…`, read through `partition` (`nil`: none named), with
+    /// more headers (`Range`, `If-None-Match`).
+    public func getBlob(
+        _ digest: BlobDigest, in partition: Partition?, token: String?, headers: [String: String] = [:]
+    ) async throws -> Response {
+        try await request("GET", Self.blobPath(digest, in: partition), body: nil, token: token, headers: headers)
+    }
+
+    /// The path that reads `digest` through `partition`.
+    public static func blobPath(_ digest: BlobDigest, in partition: Partition?) -> String {
+        guard let partition else { return "/v1/blobs/\(digest.rawValue)" }
+        let name = partition.description.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? partition.description
+        return "/v1/blobs/\(digest.rawValue)?partition=\(name)"
     }
 }

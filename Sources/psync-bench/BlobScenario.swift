@@ -67,7 +67,8 @@ struct BlobScenario {
             ])],
             principal: user.id))
         let digest = references[0].digest
-        guard try await http.getBlob(digest, token: user.token).data == payloads[0] else {
+        let partition = try Partition(key: "conversation", value: conversation)
+        guard try await http.getBlob(digest, in: partition, token: user.token).data == payloads[0] else {
             throw BenchError("blobs: the downloaded bytes differ from the uploaded ones")
         }
         let rssBefore = environment.serverRSS()
@@ -84,7 +85,7 @@ struct BlobScenario {
         // behind Foundation's buffering) cannot take more than about 80 MB/s here, far below
         // what the server sends.
         let curl = FileManager.default.isExecutableFile(atPath: "/usr/bin/curl") ? "/usr/bin/curl" : nil
-        let url = "\(environment.server.baseURL)/v1/blobs/\(digest.rawValue)"
+        let url = environment.server.baseURL + TestHTTPClient.blobPath(digest, in: partition)
         let downloaded = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<p.clients {
                 group.addTask {
@@ -93,7 +94,7 @@ struct BlobScenario {
                     }
                     var bytes = 0
                     for _ in 0..<p.downloadsPerClient {
-                        let response = try await http.getBlob(digest, token: user.token)
+                        let response = try await http.getBlob(digest, in: partition, token: user.token)
                         guard response.status == 200, response.data.count == p.blobBytes else {
                             throw BenchError("blobs: a download answered \(response.status) with \(response.data.count) bytes")
                         }

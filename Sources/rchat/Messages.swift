@@ -69,7 +69,7 @@ struct Read: AsyncParsableCommand {
             try FileManager.default.createDirectory(atPath: savePhotos, withIntermediateDirectories: true)
             for message in messages {
                 guard let picture = message.image?.picture else { continue }
-                let data = try await session.client.blob(picture)
+                let data = try await session.client.blob(picture, in: partition)
                 let name = "\(message._id).\(Self.fileExtension(of: picture.contentType))"
                 try data.write(to: URL(fileURLWithPath: savePhotos).appendingPathComponent(name))
                 print("saved \(name) (\(data.count) bytes)")

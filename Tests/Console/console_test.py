@@ -125,6 +125,11 @@ def main():
         wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#card-sessions .value").text == "1")
         shot("overview")
 
+        # A server error shows its code and message (not "undefined: undefined").
+        driver.get(f"{base}/console#partition/not-a-partition")
+        wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "invalid_partition: "))
+        assert "undefined" not in driver.find_element(By.ID, "status").text
+
         # The conversation's partition, live: a message uploaded over the WebSocket appears.
         driver.get(f"{base}/console#partitions")
         search = wait.until(EC.visibility_of_element_located((By.ID, "partition-search")))

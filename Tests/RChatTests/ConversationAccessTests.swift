@@ -205,6 +205,38 @@ struct ConversationAccessTests {
         }
     }
 
+    @Test("issue 29, finding 7: an invitation copy holds only members that are users of the conversation, whatever the inviter marks active")
+    func invitationHoldsOnlyUsers() async throws {
+        try await RChatHarness.with { db, server in
+            let store = db.store()
+            let users = try await Self.users(server, store, ["alice", "bob", "carol"])
+            let (alice, bob) = (users[0], users[1])
+            let aliceApp = try await Self.app(server, alice)
+            // Alice lists Bob as invited, and 1,997 invented "members" as active: no such
+            // accounts, markup, and Carol, a real user who is no member.
+            let invented = ["ceo@bank.example", "<img src=x onerror=alert(1)>", "carol@example.com"]
+                + (0..<1_994).map { "invented\($0)@example.com" }
+            var members: [JSONValue] = [["userName": "alice@example.com", "membershipStatus": Self.active]]
+            members += invented.map { ["userName": .string($0), "membershipStatus": Self.active] }
+            members.append(["userName": "bob@example.com", "membershipStatus": Self.pending])
+            #expect(members.count == 1_999)
+            let entry: JSONValue = ["id": "c-lies", "displayName": "Lies", "unreadCount": 0, "members": .array(members)]
+            #expect(try await aliceApp.upload(
+                [.arrayAppend(key("User", alice.userID), path: path("conversations"), value: entry)],
+                to: RChatPartitions.user(alice.userID), requestId: "lies").isAck)
+            #expect(try await RChatHarness.eventually { try await Self.lists(store, bob.userID, "c-lies") })
+            let record = try #require(try await store.body(of: key("User", bob.userID)))
+            let copy = try #require(record["conversations"]?.arrayValue?.first { $0["id"] == "c-lies" })
+            #expect(copy["members"] == [
+                ["userName": "alice@example.com", "membershipStatus": Self.active],
+                ["userName": "bob@example.com", "membershipStatus": Self.active],
+            ])
+            #expect(JSONValue.object(record).jsonBytes.count < 4_096)
+            #expect(try await Self.membership(store, "c-lies")?.sorted() == [alice.userID, bob.userID].sorted())
+            await aliceApp.close()
+        }
+    }
+
     @Test("finding 2: invitations stop at the invitee's budget; the invitee can still write their record")
     func invitationBudget() async throws {
         let limits = RChatLimits(maximumConversations: 2)

@@ -1,4 +1,7 @@
 import EmbeddedPostgres
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import PartitionSync
 import RChat
@@ -10,33 +13,50 @@ import SyncTriggers
 import Testing
 
 /// A real `psync serve` on a PostgreSQL cluster of its own, stopped with
-/// `pg_ctl stop -m immediate` and restarted at random moments while four WebSocket writers
-/// send messages into one room of two members, each upload sent again with its request id
-/// until it gets a final answer.
+/// `pg_ctl stop -m immediate` and restarted, or frozen whole (`SIGSTOP` of every PostgreSQL
+/// process, as a hung host or a stalled network would) and let go on, at random moments while
+/// four WebSocket writers send messages into one room of two members, each upload sent again
+/// with its request id until it gets a final answer.
 ///
-/// `PSYNC_SEED` seeds the moments; `PSYNC_FAULT_LONG=1` runs 10 trials of 5 restarts
-/// instead of one trial of 2.
+/// `PSYNC_SEED` seeds the moments; `PSYNC_FAULT_LONG=1` runs 10 trials of 5 restarts and 20
+/// trials of 5 freezes of 2–12 s instead of one trial of 2 of each.
 @Suite("RChat while PostgreSQL restarts", .serialized, .timeLimit(.minutes(40)))
 struct FaultInjectionTests {
     static let long = ProcessInfo.processInfo.environment["PSYNC_FAULT_LONG"] == "1"
 
+    /// What happens to PostgreSQL in a trial.
+    enum Fault: String, Sendable {
+        /// `pg_ctl stop -m immediate`, then a start.
+        case restart
+        /// Every process stopped (`SIGSTOP`) for 2–12 s, then continued (`SIGCONT`).
+        case freeze
+    }
+
     @Test("PostgreSQL stopped immediately under load: acked messages stored once, exact unread counts, triggers caught up, /ready honest, SIGTERM stops")
     func restarts() async throws {
+        try await Self.trials(.restart, count: Self.long ? 10 : 1, faults: Self.long ? 5 : 2)
+    }
+
+    @Test("PostgreSQL frozen (SIGSTOP) under load: no crash, acked messages stored once, exact unread counts, triggers caught up, /ready honest, SIGTERM stops")
+    func freezes() async throws {
+        try await Self.trials(.freeze, count: Self.long ? 20 : 1, faults: Self.long ? 5 : 2)
+    }
+
+    static func trials(_ fault: Fault, count trials: Int, faults: Int) async throws {
         let seed = ProcessInfo.processInfo.environment["PSYNC_SEED"].flatMap(UInt64.init) ?? 20_261_122
-        let (trials, restarts) = Self.long ? (10, 5) : (1, 2)
-        print("FaultInjectionTests: seed \(seed) (PSYNC_SEED), \(trials) trial(s) of \(restarts) restarts")
-        var totals = (restarts: 0, acked: 0, stored: 0)
+        print("FaultInjectionTests: seed \(seed) (PSYNC_SEED), \(trials) trial(s) of \(faults) \(fault)s")
+        var totals = (faults: 0, acked: 0, stored: 0)
         for trial in 0..<trials {
             // Exclusive: nothing else loads the machine meanwhile (the database it gets goes unused).
             let figures = try await TestDatabase.with(exclusive: true, timeLimit: .seconds(600)) { _ in
-                try await Self.trial(seed: seed &+ UInt64(trial), restarts: restarts)
+                try await Self.trial(fault, seed: seed &+ UInt64(trial), faults: faults)
             }
-            print("FaultInjectionTests trial \(trial): restarts \(figures.restarts), uploads acked \(figures.acked), messages stored \(figures.stored), unread counts \(figures.unread)")
-            totals.restarts += figures.restarts
+            print("FaultInjectionTests \(fault) trial \(trial): \(fault)s \(figures.faults), uploads acked \(figures.acked), messages stored \(figures.stored), unread counts \(figures.unread)")
+            totals.faults += figures.faults
             totals.acked += figures.acked
             totals.stored += figures.stored
         }
-        print("FaultInjectionTests total: restarts \(totals.restarts), uploads acked \(totals.acked), messages stored \(totals.stored)")
+        print("FaultInjectionTests \(fault) total: \(fault)s \(totals.faults), uploads acked \(totals.acked), messages stored \(totals.stored)")
     }
 
     /// What the writers and the restarting task share.
@@ -46,14 +66,14 @@ struct FaultInjectionTests {
     }
 
     struct Figures: Sendable {
-        var restarts: Int
+        var faults: Int
         var acked: Int
         var stored: Int
         var unread: [Int64]
     }
 
-    /// One cluster, one server, `restarts` immediate stops.
-    static func trial(seed: UInt64, restarts: Int) async throws -> Figures {
+    /// One cluster, one server, `faults` restarts or freezes.
+    static func trial(_ fault: Fault, seed: UInt64, faults: Int) async throws -> Figures {
         let directory = NSTemporaryDirectory() + "psync-test-\(getpid())-fault\(UInt32.random(in: 0...UInt32.max))"
         // Durable: an acknowledged commit must survive an immediate stop. A fixed port, so the
         // server finds the restarted cluster where it was.
@@ -63,6 +83,8 @@ struct FaultInjectionTests {
                 settings: ["max_connections": "200"]),
             logger: TestPostgres.makeLogger("psync.test.fault"))
         defer {
+            // A frozen cluster would not stop.
+            postgres.signalAll(SIGCONT)
             postgres.stopNow()
             try? FileManager.default.removeItem(atPath: directory)
         }
@@ -90,20 +112,37 @@ struct FaultInjectionTests {
                 }
                 group.addTask {
                     var random = SeededGenerator(seed: seed)
-                    for _ in 0..<restarts {
+                    for _ in 0..<faults {
+                        // The moments and lengths of the faults are the trial's schedule, drawn from the seed.
                         try await Task.sleep(for: .milliseconds(Int.random(in: 500...2_500, using: &random)))
-                        postgres.stopNow()
-                        // While the database is gone the server says so.
-                        let unready = try await Self.eventually(timeout: .seconds(30)) { (try? await server.http.get("/ready"))?.status == 503 }
-                        #expect(unready, "/ready answered other than 503 while PostgreSQL was stopped")
-                        try await Task.sleep(for: .milliseconds(Int.random(in: 500...4_000, using: &random)))
-                        _ = try await postgres.start()
+                        switch fault {
+                        case .restart:
+                            postgres.stopNow()
+                            // While the database is gone the server says so.
+                            let unready = try await Self.eventually(timeout: .seconds(30)) { (try? await server.http.get("/ready"))?.status == 503 }
+                            #expect(unready, "/ready answered other than 503 while PostgreSQL was stopped")
+                            try await Task.sleep(for: .milliseconds(Int.random(in: 500...4_000, using: &random)))
+                            _ = try await postgres.start()
+                        case .freeze:
+                            let frozen = Duration.milliseconds(Int.random(in: 2_000...12_000, using: &random))
+                            let until = ContinuousClock.now + frozen
+                            postgres.signalAll(SIGSTOP)
+                            // A hung database is not ready: the check gives up after 2 s.
+                            if frozen >= .seconds(5) {
+                                let unready = try await Self.eventually(timeout: frozen - .seconds(1)) { (try? await server.http.get("/ready"))?.status == 503 }
+                                #expect(unready, "/ready answered other than 503 while PostgreSQL was frozen")
+                            }
+                            try await Task.sleep(until: until)
+                            postgres.signalAll(SIGCONT)
+                        }
                         let ready = try await Self.eventually(timeout: .seconds(60)) { (try? await server.http.get("/ready"))?.status == 200 }
                         #expect(ready, "/ready did not answer 200 after PostgreSQL came back")
+                        // Alive: a crash shows here, not only at the end.
+                        #expect(server.isRunning, "the server died during the \(fault) (see \(server.logPath))")
                     }
                     try await Task.sleep(for: .seconds(1))
                     shared.stop.withLock { $0 = true }
-                    return restarts
+                    return faults
                 }
                 for try await count in group { restarted += count }
             }
@@ -139,7 +178,7 @@ struct FaultInjectionTests {
             // SIGTERM stops it (ServerProcess.stop waits 20 s, then kills and answers nil).
             let status = await server.stop()
             #expect(status == 0, "the server did not stop cleanly within 20 s of SIGTERM (status \(String(describing: status)); see \(server.logPath))")
-            return Figures(restarts: restarted, acked: ackedIDs.count, stored: stored.count, unread: unread)
+            return Figures(faults: restarted, acked: ackedIDs.count, stored: stored.count, unread: unread)
         }
     }
 

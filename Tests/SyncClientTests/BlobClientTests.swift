@@ -50,21 +50,21 @@ struct BlobClientTests {
                 configuration.blobCacheBytes = 4 << 20
                 let bob = try SyncClient(configuration: configuration)
                 try await bob.register(email: "bob@example.com", password: "correct horse")
-                #expect(try await bob.blob(reference) == photo)
+                #expect(try await bob.blob(reference, in: shared) == photo)
                 // A second blob, his own, pushes the first out of his cache once uploaded.
                 let second = Self.bytes(2 << 20, seed: 2)
                 let secondReference = try await bob.attach(second, contentType: "image/png")
                 try await bob.write([.put(key("Message", "m2"), body: ["photo": secondReference.json])], in: shared)
                 try await ClientHarness.running(bob) { #expect(await bob.waitUntilUploaded(timeout: .seconds(30))) }
-                #expect(try await bob.blob(secondReference) == second)
+                #expect(try await bob.blob(secondReference, in: shared) == second)
                 let cached = try FileManager.default.contentsOfDirectory(atPath: harness.directory + "/bob.sqlite.blobs")
                 #expect(cached == [String(secondReference.digest.rawValue.dropFirst(7))])
                 // Fetched again from the server when needed.
-                #expect(try await bob.blob(reference) == photo)
+                #expect(try await bob.blob(reference, in: shared) == photo)
 
                 // A blob nobody references is not found.
                 let stray = BlobReference(digest: TestHTTPClient.digest(of: Self.bytes(10, seed: 3)), length: 10, contentType: "x")
-                await #expect(throws: SyncError(.notFound, "no blob \(stray.digest) that you may read")) { try await bob.blob(stray) }
+                await #expect(throws: SyncError(.notFound, "no blob \(stray.digest) in \(shared) that you may read")) { try await bob.blob(stray, in: shared) }
             }
         }
     }

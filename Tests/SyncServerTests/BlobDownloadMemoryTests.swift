@@ -30,7 +30,7 @@ struct BlobDownloadMemoryTests {
                     partition: partition("room=r1"), operations: [.put(key("Message", "m1"), body: ["photo": reference.json])],
                     principal: alice.userID))
                 let baseline = Self.residentBytes()
-                let url = "\(server.baseURL)/v1/blobs/\(reference.digest)"
+                let url = server.baseURL + TestHTTPClient.blobPath(reference.digest, in: partition("room=r1"))
                 let downloads = (0..<20).map { _ in
                     let process = Process()
                     process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")

@@ -127,33 +127,33 @@ struct BlobTests {
                 let photo = Self.bytes(700_000)
                 let reference = try await http.uploadBlob(photo, contentType: "image/jpeg", token: alice.accessToken)
                 // Stored but referenced by nothing: not even its uploader reads it.
-                #expect(try await http.getBlob(reference.digest, token: alice.accessToken).status == 404)
+                #expect(try await http.getBlob(reference.digest, in: partition("room=r1"), token: alice.accessToken).status == 404)
                 let client = try await server.connect(token: alice.accessToken)
                 _ = try await client.next()
                 #expect(try await client.upload(
                     [.put(key("Message", "m1"), body: ["photo": reference.json])], to: partition("room=r1"), requestId: "m1").isAck)
 
-                let fetched = try await http.getBlob(reference.digest, token: bob.accessToken)
+                let fetched = try await http.getBlob(reference.digest, in: partition("room=r1"), token: bob.accessToken)
                 #expect(fetched.status == 200)
                 #expect(fetched.data == photo)
                 #expect(fetched.headers["content-type"] == "image/jpeg")
                 #expect(fetched.headers["content-length"] == "700000")
                 #expect(fetched.headers["etag"] == "\"\(reference.digest)\"")
                 #expect(fetched.headers["accept-ranges"] == "bytes")
-                let cached = try await http.getBlob(reference.digest, token: bob.accessToken, headers: ["If-None-Match": "\"\(reference.digest)\""])
+                let cached = try await http.getBlob(reference.digest, in: partition("room=r1"), token: bob.accessToken, headers: ["If-None-Match": "\"\(reference.digest)\""])
                 #expect(cached.status == 304)
 
-                let outsider = try await http.getBlob(reference.digest, token: mallory.accessToken)
-                let nothing = try await http.getBlob(TestHTTPClient.digest(of: Self.bytes(12)), token: mallory.accessToken)
+                let outsider = try await http.getBlob(reference.digest, in: partition("room=r1"), token: mallory.accessToken)
+                let nothing = try await http.getBlob(TestHTTPClient.digest(of: Self.bytes(12)), in: partition("room=r1"), token: mallory.accessToken)
                 #expect(outsider.status == 404 && nothing.status == 404)
                 #expect(outsider.json?["error"]?["code"] == "not_found")
                 #expect(outsider.text.replacingOccurrences(of: reference.digest.rawValue, with: "D")
                     == nothing.text.replacingOccurrences(of: TestHTTPClient.digest(of: Self.bytes(12)).rawValue, with: "D"))
-                #expect(try await http.getBlob(reference.digest, token: nil).status == 401)
+                #expect(try await http.getBlob(reference.digest, in: partition("room=r1"), token: nil).status == 401)
 
                 // Once the message is deleted, members lose it too.
                 #expect(try await client.upload([.delete(key("Message", "m1"))], to: partition("room=r1"), requestId: "d1").isAck)
-                #expect(try await http.getBlob(reference.digest, token: bob.accessToken).status == 404)
+                #expect(try await http.getBlob(reference.digest, in: partition("room=r1"), token: bob.accessToken).status == 404)
             }
         }
     }
@@ -177,24 +177,24 @@ struct BlobTests {
                     ("bytes=-5000000", 0..<1_000_003),
                 ]
                 for (header, expected) in cases {
-                    let part = try await http.getBlob(reference.digest, token: bob.accessToken, headers: ["Range": header])
+                    let part = try await http.getBlob(reference.digest, in: partition("room=r1"), token: bob.accessToken, headers: ["Range": header])
                     #expect(part.status == 206, "\(header)")
                     #expect(part.data == photo.subdata(in: expected), "\(header)")
                     #expect(part.headers["content-range"] == "bytes \(expected.lowerBound)-\(expected.upperBound - 1)/1000003", "\(header)")
                     #expect(part.headers["content-length"] == "\(expected.count)", "\(header)")
                 }
                 for header in ["bytes=1000003-", "bytes=2000000-3000000", "bytes=-0"] {
-                    let refused = try await http.getBlob(reference.digest, token: bob.accessToken, headers: ["Range": header])
+                    let refused = try await http.getBlob(reference.digest, in: partition("room=r1"), token: bob.accessToken, headers: ["Range": header])
                     #expect(refused.status == 416, "\(header)")
                     #expect(refused.headers["content-range"] == "bytes */1000003", "\(header)")
                 }
                 // Not a range this server serves as such: the whole blob.
                 for header in ["bytes=0-1,5-6", "items=0-5", "bytes=9-3", "bytes=x-"] {
-                    let whole = try await http.getBlob(reference.digest, token: bob.accessToken, headers: ["Range": header])
+                    let whole = try await http.getBlob(reference.digest, in: partition("room=r1"), token: bob.accessToken, headers: ["Range": header])
                     #expect(whole.status == 200, "\(header)")
                     #expect(whole.data == photo, "\(header)")
                 }
-                let stale = try await http.getBlob(reference.digest, token: bob.accessToken, headers: ["Range": "bytes=0-9", "If-Range": "\"other\""])
+                let stale = try await http.getBlob(reference.digest, in: partition("room=r1"), token: bob.accessToken, headers: ["Range": "bytes=0-9", "If-Range": "\"other\""])
                 #expect(stale.status == 200 && stale.data == photo)
             }
         }

@@ -30,7 +30,7 @@ struct ExpiryDeliveryTests {
                     [.put(note, body: ["text": "gone soon", "photo": reference.json, ObjectExpiry.field: .string(ObjectExpiry.string(expiresAt))])],
                     to: room, requestId: "soon"
                 ).isAck)
-                #expect(try await server.http.getBlob(reference.digest, token: bob.accessToken).status == 200)
+                #expect(try await server.http.getBlob(reference.digest, in: room, token: bob.accessToken).status == 200)
                 for (index, client) in clients.enumerated() {
                     // The put, then (after about 1.5 s) the deletion.
                     _ = try await client.next(timeout: .seconds(10)) { message in
@@ -43,7 +43,7 @@ struct ExpiryDeliveryTests {
                     }
                     print("expiry: client \(index) saw the deletion \(Date().timeIntervalSince(expiresAt)) s after the expiry time")
                 }
-                #expect(try await server.http.getBlob(reference.digest, token: bob.accessToken).status == 404)
+                #expect(try await server.http.getBlob(reference.digest, in: room, token: bob.accessToken).status == 404)
             }
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresNIO
 import SyncProtocol
 import SyncStorage
 import SyncTesting
@@ -34,6 +35,36 @@ struct ExpiryTests {
                 "SELECT count(*)::bigint FROM psync_events WHERE operation = 'delete' AND object_id = 'due' AND author = 'server:expiry'") == 1)
             #expect(try await db.scalar("SELECT count(*)::bigint FROM psync_expiries") == 2)
             #expect(try await store.nextExpiry() != nil)
+        }
+    }
+
+    @Test("PostgreSQL reads @expiresAt exactly as the server does: the same instants, and no loose string read at all")
+    func databaseAgreesWithServer() async throws {
+        try await TestDatabase.with { db in
+            let texts = RFC3339Vectors.refused.flatMap { [$0.text, $0.twin] } + RFC3339Vectors.instants.map(\.text)
+            var disagreements: [String] = []
+            for text in texts {
+                let body = JSONValue.object([ObjectExpiry.field: .string(text)])
+                let swift = RFC3339.date(text)
+                var database: Double?
+                var raised = false
+                do {
+                    let rows = try await db.client.query(
+                        "SELECT extract(epoch FROM psync_expiry_of(\(body.jsonString)::jsonb))::float8", logger: db.logger)
+                    for try await seconds in rows.decode(Double?.self) { database = seconds }
+                } catch {
+                    raised = true
+                }
+                switch (swift, database) {
+                case (nil, nil) where raised: continue
+                case (let swift?, let database?) where abs(swift.timeIntervalSince1970 - database) < 0.000_001: continue
+                default: disagreements.append("\(text): server \(swift.map { "\($0.timeIntervalSince1970)" } ?? "refuses"), database \(database.map { "\($0)" } ?? (raised ? "raises" : "NULL"))")
+                }
+            }
+            #expect(disagreements.isEmpty, "\(disagreements)")
+            // Without the field, or for a tombstone, no expiry and no error.
+            let rows = try await db.client.query("SELECT psync_expiry_of('{\"a\": 1}'::jsonb) IS NULL AND psync_expiry_of(NULL) IS NULL", logger: db.logger)
+            for try await none in rows.decode(Bool.self) { #expect(none) }
         }
     }
 

@@ -2,19 +2,36 @@ import Logging
 import SyncProtocol
 import SyncStorage
 
-/// The permission module of an application: rules per partition key and write validators.
-/// Principals of kind `system` (the server's own triggers) are never checked.
+/// The permission module of an application: rules per partition key, the declared shape and
+/// bounds of each collection's documents, and write validators. Principals of kind `system`
+/// (the server's own triggers) are never checked.
 ///
 /// ```swift
 /// var permissions = Permissions()
 /// permissions.register(OwnerRule(), forKey: "user")
+/// permissions.declare(DocumentSchema(collection: "note", maximumBodyBytes: 4096, fields: [.init("text", .string(maximumLength: 1000))]))
 /// permissions.add(AuthorValidator())
 /// ```
 public struct Permissions: Sendable {
     private var rules: [String: any PermissionRule] = [:]
     private var validators: [any WriteValidator] = []
+    private var schemas: [String: DocumentSchema] = [:]
+    /// Whether a client's write into a collection without a declared schema is refused
+    /// (`validation_failed`): every document users can write is then bounded. Off by default.
+    public var refusesUndeclaredCollections = false
 
     public init() {}
+
+    /// Declares the shape and bounds of a collection's documents, checked on every client
+    /// write before the validators (replacing an earlier declaration of the collection).
+    public mutating func declare(_ schema: DocumentSchema) {
+        schemas[schema.collection] = schema
+    }
+
+    /// The declared schema of `collection`, if any.
+    public func schema(of collection: String) -> DocumentSchema? {
+        schemas[collection]
+    }
 
     /// Sets the rule of a partition key, replacing any earlier one.
     public mutating func register(_ rule: any PermissionRule, forKey key: String) {
@@ -54,12 +71,22 @@ public struct Permissions: Sendable {
         return changes.contains { rule.decisions(of: principal, on: partition, canChangeWith: $0) }
     }
 
-    /// Runs every validator on every change; a validator that throws something other than a
+    /// Checks every change against its collection's schema, then runs every validator on it; a
+    /// validator that throws something other than a
     /// ``SyncError`` is reported as `validation_failed` without its details.
     package func validate(_ changes: [ObjectChange], in partition: Partition, by principal: Principal, transaction: WriteTransaction) async throws {
         if case .system = principal { return }
         let context = ValidationContext(transaction: transaction)
         for change in changes {
+            if let body = change.after.body {
+                if let schema = schemas[change.key.collection] {
+                    try schema.check(body)
+                } else if refusesUndeclaredCollections {
+                    throw SyncError(
+                        .validationFailed, "\(change.key.collection) is not a collection of this application",
+                        details: ["field": ""])
+                }
+            }
             for validator in validators {
                 do {
                     try await validator.validate(change, in: partition, by: principal, context: context)

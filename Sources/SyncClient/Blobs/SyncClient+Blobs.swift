@@ -34,15 +34,24 @@ extension SyncClient {
         try attach(try Data(contentsOf: file, options: .mappedIfSafe), contentType: contentType)
     }
 
-    /// The bytes of a blob an object references: from the local cache, or downloaded (and
-    /// then cached, within ``SyncClientConfiguration/blobCacheBytes``). `not_found` when the
-    /// server has no blob this user may read; `unavailable` offline when it is not cached.
-    public func blob(_ reference: BlobReference) async throws -> Data {
+    /// The bytes of a blob an object of `partition` references: from the local cache, or
+    /// downloaded through that partition (and then cached, within
+    /// ``SyncClientConfiguration/blobCacheBytes``). `not_found` when no live object of
+    /// `partition` that this user may read references it; `unavailable` offline when it is
+    /// not cached.
+    public func blob(_ reference: BlobReference, in partition: Partition) async throws -> Data {
         if let data = try store.keptBlob(reference.digest) { return data }
         guard let token = try await freshAccessToken() else {
             throw SyncError(.unauthenticated, "sign in to download blobs")
         }
-        var request = URLRequest(url: configuration.serverURL.appendingPathComponent("/v1/blobs/\(reference.digest.rawValue)"))
+        var components = URLComponents(
+            url: configuration.serverURL.appendingPathComponent("/v1/blobs/\(reference.digest.rawValue)"), resolvingAgainstBaseURL: false)!
+        components.percentEncodedQueryItems = [
+            URLQueryItem(
+                name: "partition",
+                value: partition.description.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? partition.description)
+        ]
+        var request = URLRequest(url: components.url!)
         request.timeoutInterval = 120
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         let data: Data

@@ -8,8 +8,9 @@ import SyncStorage
 
 /// `PUT` and `GET /v1/blobs/{digest}` (docs/PROTOCOL.md, "Blobs"): content-addressed uploads
 /// checked against their digest, size limit and the uploader's quota; downloads streamed a
-/// chunk at a time, with ranges, to whoever may read a partition whose live objects
-/// reference the blob.
+/// chunk at a time, with ranges, through a partition the reader names (`?partition=`), when
+/// they may read it and a live object in it references the blob. Whoever uploads the bytes or
+/// downloads them whole holds them, and may cite the blob elsewhere.
 struct BlobRoutes: Sendable {
     let blobs: BlobStore
     let store: ObjectStore
@@ -63,13 +64,14 @@ struct BlobRoutes: Sendable {
                 throw SyncError(.digestMismatch, "the bytes sent have the digest \(computed), not \(digest)")
             }
             guard let upload else {
+                try await blobs.recordHolder(digest, principal.description)
                 return .json(BlobReference(digest: digest, length: length, contentType: existing!.contentType).json, status: .ok)
             }
             try await upload.finish()
             let isNew = try await blobs.publish(
                 digest, location: upload.location, length: length, contentType: contentType, uploader: principal.description,
                 quota: configuration.quotaBytes)
-            if isNew { try? await upload.published() }
+            if isNew { try? await upload.published() } else { try await blobs.recordHolder(digest, principal.description) }
             metrics.countBlobUpload(isNew ? "stored" : "existing", bytes: length)
             let stored = isNew ? contentType : try await blobs.blob(digest)?.contentType ?? contentType
             return .json(BlobReference(digest: digest, length: length, contentType: stored).json, status: isNew ? .created : .ok)
@@ -95,10 +97,18 @@ struct BlobRoutes: Sendable {
     private func get(_ request: Request, _ context: SyncRequestContext, sendingBytes: Bool) async throws -> Response {
         let principal = try await auth.principal(of: request)
         let digest = try digestParameter(context)
-        // Stored or not, a blob the principal may not read is not found: the answer says
-        // nothing of other users' blobs.
-        guard let blob = try await blobs.blob(digest), try await mayRead(digest, principal, logger: context.logger) else {
-            throw SyncError(.notFound, "no blob \(digest) that you may read")
+        guard let name = request.uri.queryParameters.get("partition") else {
+            throw SyncError(
+                .badRequest, "name the partition through which you read the blob: GET /v1/blobs/{digest}?partition=conversation%3D7")
+        }
+        let partition = try Partition(name)
+        // Stored or not, a blob the principal may not read through this partition is not
+        // found: the answer says nothing of other users' blobs.
+        let permissionContext = PermissionContext(store: store, logger: context.logger)
+        guard try await permissions.canRead(principal, partition, context: permissionContext),
+            let blob = try await blobs.blob(digest, referencedIn: partition)
+        else {
+            throw SyncError(.notFound, "no blob \(digest) in \(partition) that you may read")
         }
         let etag = "\"\(digest.rawValue)\""
         var headers: HTTPFields = [
@@ -130,6 +140,8 @@ struct BlobRoutes: Sendable {
         }
         headers[.contentLength] = String(bytes.count)
         guard sendingBytes else { return Response(status: status, headers: headers) }
+        // Who downloads the whole blob holds it, and may cite it (PROTOCOL.md, "Blobs").
+        if status == .ok { try await blobs.recordHolder(digest, principal.description) }
         let reader = blobs.content.read(blob.location, range: bytes)
         let metrics = self.metrics
         let count = Int64(bytes.count)
@@ -142,16 +154,6 @@ struct BlobRoutes: Sendable {
                 try await writer.finish(nil)
                 metrics.countBlobDownload(bytes: count)
             })
-    }
-
-    /// Whether some live object of a partition `principal` may read references `digest`.
-    private func mayRead(_ digest: BlobDigest, _ principal: Principal, logger: Logger) async throws -> Bool {
-        let context = PermissionContext(store: store, logger: logger)
-        for name in try await blobs.referencingPartitions(digest) {
-            guard let partition = try? Partition(name) else { continue }
-            if try await permissions.canRead(principal, partition, context: context) { return true }
-        }
-        return false
     }
 
     private func digestParameter(_ context: SyncRequestContext) throws -> BlobDigest {

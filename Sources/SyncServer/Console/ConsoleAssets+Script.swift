@@ -22,7 +22,8 @@ extension ConsoleAssets {
           if (response.status === 401 || response.status === 403) { signOut("The key is not an admin key."); throw new Error("not an admin"); }
           if (!response.ok) {
             let message = `${response.status}`;
-            try { const body = await response.json(); message = `${body.code}: ${body.message}`; } catch {}
+            // Every error answer is {"error": {"code", "message"}} (PROTOCOL.md, "Error codes").
+            try { const body = await response.json(); if (body && body.error) message = `${body.error.code}: ${body.error.message}`; } catch {}
             throw new Error(message);
           }
           return response.status === 204 ? null : response.json();

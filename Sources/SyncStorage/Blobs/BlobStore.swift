@@ -4,7 +4,8 @@ import PostgresNIO
 import SyncProtocol
 
 /// The blobs of the database: their names, sizes, media types and uploaders, which objects
-/// reference them (kept by migration 0010's triggers), uploads with a quota, and the collector
+/// reference them (kept by migration 0010's triggers), who holds their bytes and so may cite
+/// them (migration 0011), uploads with a quota, and the collector
 /// of blobs nothing references any more. Bytes are in the ``BlobContentStore``.
 package struct BlobStore: Sendable {
     package let client: PostgresClient
@@ -75,26 +76,45 @@ package struct BlobStore: Sendable {
                 ON CONFLICT (digest) DO NOTHING
                 RETURNING true
                 """, logger: logger)
-            for try await _ in inserted { return .success(true) }
-            return .success(false)
+            var isNew = false
+            for try await _ in inserted { isNew = true }
+            if isNew {
+                try await connection.query(
+                    "INSERT INTO psync_blob_holders (digest, principal) VALUES (\(digest.rawValue), \(uploader)) ON CONFLICT DO NOTHING",
+                    logger: logger)
+            }
+            return .success(isNew)
         }
         let isNew = try outcome.get()
         if !isNew { try await content.remove([location]) }
         return isNew
     }
 
-    /// The partitions whose live objects reference `digest` (at most `limit`): a principal who
-    /// may read one of them may read the blob.
-    package func referencingPartitions(_ digest: BlobDigest, limit: Int = 64) async throws -> [String] {
+    /// The blob stored under `digest` if a live object of `partition` references it: one
+    /// indexed look-up (migration 0011), however many partitions reference the blob.
+    package func blob(_ digest: BlobDigest, referencedIn partition: Partition) async throws -> Blob? {
         let rows = try await client.fetch(
             """
-            SELECT DISTINCT partition FROM psync_blob_refs
-            WHERE digest = \(digest.rawValue) AND released_at IS NULL
-            LIMIT \(limit)
+            SELECT location, length, content_type, uploader FROM psync_blobs b
+            WHERE digest = \(digest.rawValue)
+              AND EXISTS (SELECT 1 FROM psync_blob_refs r
+                          WHERE r.digest = b.digest AND r.partition = \(partition.description) AND r.released_at IS NULL)
             """, logger: logger)
-        var partitions: [String] = []
-        for try await partition in rows.decode(String.self) { partitions.append(partition) }
-        return partitions
+        for try await (location, length, contentType, uploader) in rows.decode((String, Int64, String, String).self) {
+            return Blob(digest: digest, location: location, length: length, contentType: contentType, uploader: uploader)
+        }
+        return nil
+    }
+
+    /// Records that `principal` holds the bytes of `digest` (uploaded them, or downloaded them
+    /// whole): it may cite the blob in any partition it may write.
+    package func recordHolder(_ digest: BlobDigest, _ principal: String) async throws {
+        try await client.fetch(
+            """
+            INSERT INTO psync_blob_holders (digest, principal)
+            SELECT \(digest.rawValue), \(principal) WHERE EXISTS (SELECT 1 FROM psync_blobs WHERE digest = \(digest.rawValue))
+            ON CONFLICT DO NOTHING
+            """, logger: logger)
     }
 
     /// Deletes up to `limit` blobs that no live object references, whose last reference was
@@ -138,6 +158,8 @@ package struct BlobStore: Sendable {
                     RETURNING b.digest, b.location
                 ), refs AS (
                     DELETE FROM psync_blob_refs r USING gone WHERE r.digest = gone.digest
+                ), holders AS (
+                    DELETE FROM psync_blob_holders h USING gone WHERE h.digest = gone.digest
                 ), trash AS (
                     INSERT INTO psync_blob_trash (location) SELECT location FROM gone ON CONFLICT DO NOTHING
                 )

@@ -13,6 +13,8 @@ public enum CouchChat {
         permissions.register(ProfilesRule(), forKey: "profiles")
         permissions.register(RoomRule(), forKey: "room")
         permissions.register(UserRule(), forKey: "user")
+        for schema in CouchChatSchemas.all { permissions.declare(schema) }
+        permissions.refusesUndeclaredCollections = true
         permissions.add(CouchChatValidator())
         return SyncApplication(
             permissions: permissions,

@@ -73,7 +73,7 @@ public struct CouchChatSession: Sendable {
     /// The picture of a message (downloaded once, then from the local cache).
     public func photo(of chat: Chat) async throws -> Data? {
         guard let photo = chat.photo else { return nil }
-        return try await client.blob(photo)
+        return try await client.blob(photo, in: try CouchChatPartitions.room(chat.channel_id))
     }
 
     static func mediaType(of file: URL) -> String {

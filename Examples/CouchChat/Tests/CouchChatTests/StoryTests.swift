@@ -44,7 +44,7 @@ struct StoryTests {
             let picture = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 17) })
             let photo = try await app.server.http.uploadBlob(picture, contentType: "image/png", token: ann.tokens.accessToken)
             #expect(try await ann.put(Chat(id: "c3", room: "r1", author: ann.email, markdown: "look", photo: photo), in: room).isAck)
-            #expect(try await app.server.http.getBlob(photo.digest, token: bob.tokens.accessToken).data == picture)
+            #expect(try await app.server.http.getBlob(photo.digest, in: room, token: bob.tokens.accessToken).data == picture)
 
             // Ann takes Bob out of the room: his subscription ends, the room leaves his list.
             var stored = try #require(try await app.db.object(Room.self, id: "r1"))
@@ -62,7 +62,7 @@ struct StoryTests {
                 #expect(ended == .unsubscribed(partition: room, code: .permissionRevoked))
             }
             // Out of the room, Bob no longer reads its pictures.
-            #expect(try await app.server.http.getBlob(photo.digest, token: bob.tokens.accessToken).status == 404)
+            #expect(try await app.server.http.getBlob(photo.digest, in: room, token: bob.tokens.accessToken).status == 404)
             #expect(try await app.db.deadLetters().isEmpty)
         }
     }

@@ -102,4 +102,31 @@ struct ValidationTests {
             #expect(try await app.db.object(Profile.self, id: Profile.id(of: "bob@example.com")) != nil)
         }
     }
+
+    @Test("a profile, copied to every user, is bounded: no 300,000-character nickname, no 20,000 addresses (issue 29, finding 4)")
+    func boundedProfile() async throws {
+        try await CouchChatHarness.with { app in
+            let ann = try await app.user("ann@example.com")
+            let profiles = CouchChatPartitions.profiles
+            let huge = try await ann.put(Profile(email: ann.email, nick: String(repeating: "n", count: 300_000)), in: profiles)
+            guard case .rejected(_, _, let error, _) = huge else {
+                Issue.record("a 300,000-character nickname was \(huge)")
+                return
+            }
+            #expect(error.code == .validationFailed)
+            #expect(error.details?["field"] == "nick")
+            let addresses = (0..<20_000).map { "someone\($0)@example.com" }
+            let many = try await ann.put(Profile(email: ann.email, acceptsInvitationsFrom: addresses), in: profiles)
+            #expect(many.rejectionCode == .validationFailed)
+            // An undeclared field is refused too; at the bounds, the profile is accepted.
+            let extra = try ObjectKey(collection: Profile.collection, id: Profile.id(of: ann.email))
+            #expect(try await ann.upload([.set(extra, path: try Path(parsing: "payload"), value: "x")], to: profiles).rejectionCode == .validationFailed)
+            let bounded = Profile(
+                email: ann.email, nick: String(repeating: "n", count: CouchChatSchemas.maximumNickLength),
+                acceptsInvitationsFrom: Array(addresses.prefix(CouchChatSchemas.maximumAcceptedInviters)))
+            #expect(try await ann.put(bounded, in: profiles).isAck)
+            #expect(try await ann.put(Profile(email: ann.email, nick: String(repeating: "n", count: CouchChatSchemas.maximumNickLength + 1)), in: profiles)
+                .rejectionCode == .validationFailed)
+        }
+    }
 }

@@ -14,6 +14,8 @@ public enum TouchWiki {
         permissions.register(
             ClosureRule(read: { principal, partition, _ in principal.userID == partition.value }, write: { _, _, _ in false }),
             forKey: "user")
+        for schema in TouchWikiSchemas.all { permissions.declare(schema) }
+        permissions.refusesUndeclaredCollections = true
         permissions.add(TouchWikiValidator())
         return SyncApplication(
             permissions: permissions,

@@ -4,8 +4,8 @@ import PartitionSync
 /// see the upload's own changes); a refusal is `validation_failed` with the reason, and
 /// nothing of the upload is written.
 ///
-/// - A wiki lives in `wiki=<its id>`. A new one names its writer as `owner_id`, and does not
-///   take the id of a deleted one; the owner never changes; only the owner changes `members`
+/// - A wiki lives in `wiki=<its id>`, an id without a colon. A new one names its writer as
+///   `owner_id`, and does not take the id of a deleted one; the owner never changes; only the owner changes `members`
 ///   or deletes the wiki; members may edit its title and description.
 /// - A page's id is `<wikiId>:<name>`, its `wiki_id` that prefix, which is also its
 ///   partition's value, and its wiki exists.
@@ -55,6 +55,10 @@ struct TouchWikiValidator: WriteValidator {
             throw refusal("members are at most \(Self.maximumMembers) lowercase email addresses")
         }
         guard let before else {
+            // Page ids are `<wikiId>:<name>`, and names may hold colons: a wiki id with one
+            // would make another wiki's page ids its own (wiki `W:Notes`, page `Home`, takes
+            // the id of wiki `W`'s page `Notes:Home`).
+            guard !change.key.id.contains(":") else { throw refusal("a wiki's id has no colon: page ids are <wikiId>:<name>") }
             // Whoever made a deleted wiki again would own the pages its deletion has not yet
             // taken with it (touchwiki.deleted-wikis): its id is not used again.
             guard change.before != .deleted else { throw refusal("wiki \(change.key.id) was deleted: a new wiki takes a new id") }

@@ -40,6 +40,22 @@ struct ValidationTests {
         }
     }
 
+    @Test("a wiki id has no colon, so another user cannot take the ids of a wiki's pages (issue 29, finding 5)")
+    func colonInWikiID() async throws {
+        try await TouchWikiHarness.with { app in
+            let ann = try await app.user("ann@example.com")
+            let mallory = try await app.user("mallory@example.com")
+            #expect(try await ann.put(Wiki(id: "W", title: "Mine", owner: ann.email), in: "W").isAck)
+            // Mallory's wiki `W:Notes` with a page `Home` would hold the id `W:Notes:Home`.
+            let squat = try await mallory.put(
+                Wiki(id: "W:Notes", title: "Squat", owner: mallory.email), WikiPage(wiki: "W:Notes", name: "Home", markdown: "x"), in: "W:Notes")
+            #expect(squat.rejectionCode == .validationFailed, "\(squat)")
+            #expect(try await app.db.object(Wiki.self, id: "W:Notes") == nil)
+            // So Ann's page `Notes:Home` in `W` is hers to write.
+            #expect(try await ann.writePage("Notes:Home", in: "W", markdown: "mine").isAck)
+        }
+    }
+
     @Test("created_at and updated_at are the server's: set on each user's change, refused from clients")
     func timestamps() async throws {
         try await TouchWikiHarness.with { app in
