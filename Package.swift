@@ -43,6 +43,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
     ],
     targets: [
         // Pure types and logic of the wire contract: no I/O. The client SDK depends only on this.
@@ -100,11 +102,33 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // `psync import`'s core: MongoDB's exports (mongoexport Extended JSON, mongodump BSON,
+        // gzip'd or not) read a document at a time, and their values mapped to JSON.
+        .target(
+            name: "SyncImport",
+            dependencies: [
+                "SyncProtocol",
+                .product(name: "CompressNIO", package: "compress-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The JavaScript client SDK (Clients/js, plain ES modules): its files, for the server to
+        // serve under /sdk/js/.
+        .target(
+            name: "WebClient",
+            path: "Clients/js",
+            exclude: ["README.md", "package.json", "tsconfig.json", "scripts", "test"],
+            sources: ["swift"],
+            resources: [.copy("src")],
+            swiftSettings: swiftSettings
+        ),
         // The sync server: authentication, permissions, the WebSocket and HTTP protocol, live push.
         .target(
             name: "SyncServer",
             dependencies: [
                 "PartitionSync",
+                "WebClient",
                 "SyncProtocol",
                 "SyncStorage",
                 "SyncTriggers",
@@ -282,6 +306,13 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SyncImportTests",
+            dependencies: ["SyncImport", "SyncProtocol"],
+            // Read in place (by #filePath), never bundled.
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         // The code blocks of README.md, docs/ and the examples' READMEs are excerpts of compiled code.

@@ -15,7 +15,7 @@ struct APIKey: AsyncParsableCommand {
         @Option(help: "The service name the key acts as (service:<name>).") var name: String
 
         func run() async throws {
-            let logger = Logger(label: Served.commandName)
+            let logger = Served.commandLogger
             let key = try await database.withMigratedClient(logger: logger) { client in
                 try await APIKeys(client: client, logger: logger).create(name: name)
             }
@@ -28,7 +28,7 @@ struct APIKey: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOptions
 
         func run() async throws {
-            let logger = Logger(label: Served.commandName)
+            let logger = Served.commandLogger
             let keys = try await database.withMigratedClient(logger: logger) { client in
                 try await APIKeys(client: client, logger: logger).list().map { "\($0.name)\tcreated \($0.created)\tlast used \($0.lastUsed.map { "\($0)" } ?? "never")" }
             }
@@ -42,7 +42,7 @@ struct APIKey: AsyncParsableCommand {
         @Option(help: "The key's name.") var name: String
 
         func run() async throws {
-            let logger = Logger(label: Served.commandName)
+            let logger = Served.commandLogger
             let revoked = try await database.withMigratedClient(logger: logger) { client in
                 try await APIKeys(client: client, logger: logger).revoke(name: name)
             }

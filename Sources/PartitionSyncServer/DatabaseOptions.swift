@@ -70,7 +70,11 @@ struct DatabaseOptions: ParsableArguments {
         logger.info("database", metadata: ["url": "\(url)"])
         var configuration = url.clientConfiguration
         configuration.options.maximumConnections = maximumConnections
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        // The pool's own chatter (a lease asked for before `run()` has started, say) is not an
+        // operator's concern in a command that runs for a moment, unless they ask for debugging.
+        var background = logger
+        if background.logLevel > .debug { background.logLevel = .error }
+        let client = PostgresClient(configuration: configuration, backgroundLogger: background)
         do {
             let result = try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await client.run() }

@@ -10,7 +10,7 @@ struct Migrate: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        let logger = Logger(label: Served.commandName)
+        let logger = Served.commandLogger
         let applied = try await database.withClient(logger: logger) { client in
             try await Migrator(client: client, logger: logger).migrate()
         }

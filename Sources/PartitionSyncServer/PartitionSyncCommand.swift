@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import PartitionSync
 import Synchronization
 
@@ -47,6 +48,15 @@ struct Served: Sendable {
 
     static var commandName: String {
         current.withLock { $0?.commandName } ?? "psync"
+    }
+
+    /// The logger of an administration command (`migrate`, `apikey`, `triggers`): it prints its
+    /// answer and, at the default level, nothing else but warnings and errors (`LOG_LEVEL` to
+    /// see more).
+    static var commandLogger: Logger {
+        var logger = Logger(label: commandName)
+        logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
+        return logger
     }
 }
 

@@ -19,7 +19,7 @@ struct Triggers: AsyncParsableCommand {
         var maximumLag: Int64 = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_MAX_LAG"].flatMap(Int64.init) ?? 10_000
 
         func run() async throws {
-            let logger = Logger(label: Served.commandName)
+            let logger = Served.commandLogger
             let reports = try await database.withMigratedClient(logger: logger) { client in
                 try await TriggerAdmin(store: ObjectStore(client: client, logger: logger), triggers: Served.application.triggers, logger: logger).reports()
             }
@@ -38,7 +38,7 @@ struct Triggers: AsyncParsableCommand {
         @Option(help: "Only this trigger's.") var trigger: String?
 
         func run() async throws {
-            let logger = Logger(label: Served.commandName)
+            let logger = Served.commandLogger
             let letters = try await database.withMigratedClient(logger: logger) { client in
                 try await TriggerAdmin(store: ObjectStore(client: client, logger: logger), triggers: Served.application.triggers, logger: logger)
                     .deadLetters(trigger: trigger)
@@ -57,7 +57,7 @@ struct Triggers: AsyncParsableCommand {
         @Flag(help: "Replay every open dead letter.") var all = false
 
         func run() async throws {
-            let logger = Logger(label: Served.commandName)
+            let logger = Served.commandLogger
             let ids = self.ids
             let all = self.all
             let failures = try await database.withMigratedClient(logger: logger) { client in

@@ -50,7 +50,9 @@ enum RChatSchemas {
                 .init("userName", .string(maximumLength: limits.maximumUserNameLength)),
                 .init("userPreferences", .nullable(.object([
                     .init("displayName", .nullable(.string(maximumLength: limits.maximumDisplayNameLength)), required: false),
-                    .init("avatarImage", .nullable(photo(limits)), required: false),
+                    // The avatar's exact bound (and its payload_too_large) is UserRecordCheck's;
+                    // this is the outer one.
+                    .init("avatarImage", .nullable(.any(maximumBytes: 2 * limits.maximumAvatarBytes)), required: false),
                 ])), required: false),
                 .init("lastSeenAt", .nullable(.date), required: false),
                 .init("conversations", .array(of: conversation, maximumCount: 2 * limits.maximumConversations)),

@@ -46,7 +46,7 @@ extension SyncClient {
         let delay = max(0, next.timeIntervalSinceNow)
         localExpiryTimer = Task {
             try? await Task.sleep(for: .milliseconds(Int(delay * 1000) + 1))
-            if !Task.isCancelled { await self.purgeLocalExpiries() }
+            if !Task.isCancelled { self.purgeLocalExpiries() }
         }
     }
 }

@@ -81,22 +81,31 @@ public struct DocumentSchema: Sendable, Hashable {
         self.otherFields = otherFields
     }
 
-    /// Checks a document's body: `validation_failed` naming the first field that does not fit
-    /// (`details.field`, a path such as `members[3].userName`), or the body's size.
-    public func check(_ body: [String: JSONValue]) throws(SyncError) {
+    /// Checks a document's body as a write leaves it: `validation_failed` naming the first
+    /// field that does not fit (`details.field`, a path such as `members[3].userName`), or the
+    /// body's size. Given the body `before` the write, a top-level field the write left as it
+    /// was is not checked again (it was accepted then, or the server wrote it), and the size
+    /// only when the write grows the body: a user's write is refused for what it changes.
+    public func check(_ body: [String: JSONValue], before: [String: JSONValue]? = nil) throws(SyncError) {
         let size = JSONValue.object(body).jsonBytes.count
-        guard size <= maximumBodyBytes else {
+        let grew = before.map { size > JSONValue.object($0).jsonBytes.count } ?? true
+        guard size <= maximumBodyBytes || !grew else {
             throw SyncError(
                 .validationFailed, "a \(collection) document is at most \(maximumBodyBytes) bytes; this one is \(size)",
                 details: ["field": "", "limit": .int(Int64(maximumBodyBytes))])
         }
         var fields = body
         for engineField in Self.engineFields { fields.removeValue(forKey: engineField) }
-        try Self.check(fields, against: self.fields, otherFields: otherFields, at: "", in: collection)
+        var unchanged = Set<String>()
+        if let before {
+            for (name, value) in fields where before[name] == value { unchanged.insert(name) }
+        }
+        try Self.check(fields, against: self.fields, otherFields: otherFields, at: "", in: collection, skipping: unchanged)
     }
 
     private static func check(
-        _ object: [String: JSONValue], against declared: [Field], otherFields: OtherFields, at path: String, in collection: String
+        _ object: [String: JSONValue], against declared: [Field], otherFields: OtherFields, at path: String, in collection: String,
+        skipping unchanged: Set<String> = []
     ) throws(SyncError) {
         var seen = Set<String>()
         for field in declared {
@@ -106,9 +115,10 @@ public struct DocumentSchema: Sendable, Hashable {
                 if field.required { throw refusal(collection, fieldPath, "is required") }
                 continue
             }
+            if unchanged.contains(field.name) { continue }
             try check(value, as: field.kind, at: fieldPath, in: collection)
         }
-        for (name, value) in object where !seen.contains(name) {
+        for (name, value) in object where !seen.contains(name) && !unchanged.contains(name) {
             let fieldPath = path.isEmpty ? name : path + "." + name
             switch otherFields {
             case .refused:

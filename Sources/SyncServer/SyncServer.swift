@@ -204,6 +204,7 @@ package final class SyncServer: Service, Sendable {
             history: history, triggers: TriggerAdmin(store: store, triggers: application.triggers, logger: logger), instance: instance
         ).add(to: router)
         ConsoleRoutes().add(to: router)
+        WebClientRoutes().add(to: router)
         let blobs = BlobStore(
             client: client, content: PostgresBlobContent(client: client, chunkSize: configuration.blobs.chunkBytes, logger: logger),
             logger: logger)

@@ -148,6 +148,12 @@ enum ServerError {
     static func describe(_ error: any Error, logger: Logger) -> SyncError {
         if let error = error as? SyncError { return error }
         if let error = error as? PostgresUnavailable { return SyncError(.unavailable, error.message) }
+        // The work was cancelled: its client went away, or the server is stopping. Nobody
+        // waits for an answer; this is no error of the server's.
+        if error is CancellationError {
+            logger.debug("cancelled", metadata: ["error": "\(error)"])
+            return SyncError(.unavailable, "the request was cancelled")
+        }
         let text = String(reflecting: error)
         if isDatabaseUnavailable(error) {
             logger.warning("database unavailable", metadata: ["error": "\(text.prefix(300))"])

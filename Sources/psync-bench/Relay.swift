@@ -27,8 +27,11 @@ struct Relay: AsyncParsableCommand {
     @Option var pool = 20
 
     func run() async throws {
-        var logger = Logger(label: "psync.bench.relay")
-        logger.logLevel = .error
+        let logger = {
+            var logger = Logger(label: "psync.bench.relay")
+            logger.logLevel = .error
+            return logger
+        }()
         var configuration = try DatabaseURL(databaseURL).clientConfiguration
         configuration.options.maximumConnections = pool
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)

@@ -116,6 +116,10 @@ def main():
         wait.until(EC.visibility_of_element_located((By.ID, "api-key"))).send_keys("psk_wrong")
         driver.find_element(By.ID, "sign-in").click()
         wait.until(EC.text_to_be_present_in_element((By.ID, "sign-in-error"), "not valid"))
+        # Signed out, neither the navigation nor "Sign out" shows.
+        assert not driver.find_element(By.ID, "nav").is_displayed(), "the nav shows on the sign-in screen"
+        with urllib.request.urlopen(f"{base}/favicon.ico", timeout=30) as icon:
+            assert icon.status == 200 and icon.headers["Content-Type"] == "image/svg+xml"
         shot("sign-in")
         field = driver.find_element(By.ID, "api-key")
         field.clear()
@@ -123,7 +127,15 @@ def main():
         driver.find_element(By.ID, "sign-in").click()
         wait.until(EC.visibility_of_element_located((By.ID, "card-sessions")))
         wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#card-sessions .value").text == "1")
+        # The charts have a time axis and name their peak.
+        wait.until(lambda d: all(axis.text.strip() for axis in d.find_elements(By.CSS_SELECTOR, ".chart .axis")))
+        assert "peak" in driver.find_element(By.CSS_SELECTOR, ".chart").text
         shot("overview")
+        # At phone width nothing runs off the side.
+        driver.set_window_size(390, 844)
+        wait.until(lambda d: d.execute_script("return document.documentElement.scrollWidth <= window.innerWidth + 1"))
+        shot("overview-phone")
+        driver.set_window_size(1400, 900)
 
         # A server error shows its code and message (not "undefined: undefined").
         driver.get(f"{base}/console#partition/not-a-partition")
@@ -144,6 +156,8 @@ def main():
                                            "body": {"author": "ann@example.com", "text": "hello from the WebSocket", "location": [],
                                                     "timestamp": "2026-11-26T01:00:00.000Z"}}], "r-message")
         row = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "tr[data-key='ChatMessage/m-console']")))
+        # The body column starts with what a person reads: the message's text.
+        assert row.find_elements(By.TAG_NAME, "td")[3].text.startswith('text: "hello from the WebSocket"'), row.text
         row.click()
         wait.until(EC.text_to_be_present_in_element((By.ID, "object-json"), "hello from the WebSocket"))
         shot("partition")

@@ -198,7 +198,7 @@ struct SharedClusterCommandTests {
         process.standardOutput = pipe
         process.standardError = pipe
         try process.run()
-        let data = try await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
+        let data = await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
@@ -222,7 +222,7 @@ struct SharedClusterCommandTests {
         server.arguments = ["serve", "--port", "\(port)", "--data-dir", data]
         server.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let log = directory + "/server.log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         server.standardOutput = FileHandle(forWritingAtPath: log)
         server.standardError = FileHandle(forWritingAtPath: log)
         try server.run()

@@ -22,9 +22,9 @@ struct DocumentSchemaTests {
     static let photo: JSONValue = ["@blob": .string("sha256:" + String(repeating: "a", count: 64)), "length": 3, "contentType": "image/png"]
 
     /// The field a body's refusal names, or `nil` when it is accepted.
-    static func refusedField(_ body: [String: JSONValue], _ schema: DocumentSchema = schema) -> String? {
+    static func refusedField(_ body: [String: JSONValue], _ schema: DocumentSchema = schema, before: [String: JSONValue]? = nil) -> String? {
         do {
-            try schema.check(body)
+            try schema.check(body, before: before)
             return nil
         } catch {
             #expect(error.code == .validationFailed)
@@ -73,5 +73,18 @@ struct DocumentSchemaTests {
         #expect(Self.refusedField(["a": .string(String(repeating: "x", count: 50))], big) == nil)
         #expect(Self.refusedField(["a": .string(String(repeating: "x", count: 79))], big) == "a")
         #expect(Self.refusedField(["a": .string(String(repeating: "x", count: 60)), "b": .string(String(repeating: "x", count: 60))], big) == "")
+    }
+
+    @Test("a write is refused for what it changes: fields it leaves as they were (the server's, say) are not checked again")
+    func changesOnly() {
+        let before: [String: JSONValue] = ["type": "profile", "note": "written by the server", "nick": "ann"]
+        #expect(Self.refusedField(["type": "profile", "note": "written by the server", "nick": "annie"], before: before) == nil)
+        #expect(Self.refusedField(["type": "profile", "note": "changed by the user", "nick": "annie"], before: before) == "note")
+        #expect(Self.refusedField(["type": "profile", "note": "written by the server", "nick": .string(String(repeating: "n", count: 11))], before: before) == "nick")
+        // A body over its size that the write does not grow is not refused for its size.
+        let small = DocumentSchema(collection: "note", maximumBodyBytes: 20, fields: [], otherFields: .allowed(maximumBytes: 100))
+        let big: [String: JSONValue] = ["a": .string(String(repeating: "x", count: 30))]
+        #expect(Self.refusedField(["a": .string(String(repeating: "y", count: 30))], small, before: big) == nil)
+        #expect(Self.refusedField(["a": .string(String(repeating: "y", count: 31))], small, before: big) == "")
     }
 }

@@ -68,19 +68,25 @@ extension ConsoleAssets {
         }
 
         // Overview: cards and the last 15 minutes of this instance.
-        function chart(title, points) {
+        // A chart of samples over time: its title with the latest value, the line, and a time
+        // axis from the first sample's time to the last's (local time), with the peak named.
+        function chart(title, points, from, to) {
           const width = 300, height = 100;
-          const max = Math.max(1, ...points);
+          const peak = Math.max(0, ...points);
+          const scale = Math.max(1, peak);
           const step = points.length > 1 ? width / (points.length - 1) : width;
-          const line = points.map((value, index) => `${(index * step).toFixed(1)},${(height - (value / max) * (height - 8) - 4).toFixed(1)}`).join(" ");
+          const line = points.map((value, index) => `${(index * step).toFixed(1)},${(height - (value / scale) * (height - 8) - 4).toFixed(1)}`).join(" ");
           const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
           svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
           svg.setAttribute("preserveAspectRatio", "none");
           const polyline = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
           polyline.setAttribute("points", line);
           svg.append(polyline);
+          const shown = (value) => Number.isInteger(value) ? String(value) : value.toFixed(1);
           const last = points.length ? points[points.length - 1] : 0;
-          return el("div", { class: "chart" }, el("div", { text: `${title}: ${Number.isInteger(last) ? last : last.toFixed(1)} (max ${Number.isInteger(max) ? max : max.toFixed(1)})` }), svg);
+          const time = (iso) => iso ? new Date(iso).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) : "";
+          return el("div", { class: "chart" }, el("div", { text: `${title}: ${shown(last)} now · peak ${shown(peak)}` }), svg,
+            el("div", { class: "axis" }, el("span", { text: time(from) }), el("span", { text: time(to) })));
         }
 
         function rates(samples, field) {
@@ -117,14 +123,14 @@ extension ConsoleAssets {
                   card("changes pushed/s", (pushed[pushed.length - 1] || 0).toFixed(1), "card-pushed"),
                   card("trigger lag (events)", lag, "card-lag")),
                 el("div", { class: "charts" },
-                  chart("sessions", samples.map((sample) => sample.sessions)),
-                  chart("subscriptions", samples.map((sample) => sample.subscriptions)),
-                  chart("uploads/s", uploads),
-                  chart("changes pushed/s", pushed)),
+                  chart("sessions", samples.map((sample) => sample.sessions), samples[0]?.at, samples[samples.length - 1]?.at),
+                  chart("subscriptions", samples.map((sample) => sample.subscriptions), samples[0]?.at, samples[samples.length - 1]?.at),
+                  chart("uploads/s", uploads, samples[1]?.at, samples[samples.length - 1]?.at),
+                  chart("changes pushed/s", pushed, samples[1]?.at, samples[samples.length - 1]?.at)),
                 el("h3", { text: "Errors by code, since this instance started" }),
                 table(["code", "count"], Object.entries(errors).map(([code, count]) => [code, count])),
                 el("h3", { text: "Instances" }),
-                table(["name", "lease until"], data.instances.map((instance) => [instance.name + (instance.name === data.instance ? " (this one)" : ""), instance.expires])));
+                table(["name", "lease until"], data.instances.map((instance) => [instance.name + (instance.name === data.instance ? " (this one)" : ""), new Date(instance.expires).toLocaleString()])));
               status(`Updated ${new Date().toLocaleTimeString()}`);
             } catch (error) { status(error.message, true); }
           });
@@ -157,6 +163,16 @@ extension ConsoleAssets {
         }
 
         // One partition: its objects, paged, filtered by collection, and live.
+        // A body in a line: the fields a person reads first (a message's text, a page's title),
+        // then the rest, cut at 120 characters.
+        function preview(body) {
+          if (body === null || typeof body !== "object") return JSON.stringify(body);
+          const first = ["text", "markdown", "title", "displayName", "name", "userName", "email", "author"];
+          const keys = [...first.filter((key) => key in body), ...Object.keys(body).filter((key) => !first.includes(key)).sort()];
+          const text = keys.map((key) => `${key}: ${JSON.stringify(body[key])}`).join(", ");
+          return text.length > 120 ? text.slice(0, 119) + "…" : text;
+        }
+
         function partition(name) {
           const view = $("view");
           const filter = el("input", { id: "collection-filter", placeholder: "collection (all)" });
@@ -173,7 +189,7 @@ extension ConsoleAssets {
             let row = rows.querySelector(`tr[data-key="${CSS.escape(key)}"]`);
             if (object.deleted) { row?.remove(); objects.delete(key); if (selected === key) json.textContent = "(deleted)"; counted(); return; }
             objects.set(key, object);
-            const cells = [object.collection, object.id, object.version, JSON.stringify(object.body).slice(0, 120)];
+            const cells = [object.collection, object.id, object.version, preview(object.body)];
             const fresh = el("tr", { "data-key": key, class: changed ? "changed" : "", onclick: () => select(key) }, ...cells.map((cell) => el("td", { text: String(cell) })));
             if (row) row.replaceWith(fresh); else rows.append(fresh);
             if (selected === key) { fresh.classList.add("selected"); json.textContent = JSON.stringify(object.body, null, 2); }

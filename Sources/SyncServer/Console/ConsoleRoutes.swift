@@ -10,6 +10,7 @@ struct ConsoleRoutes: Sendable {
         router.get("console") { _, _ in Self.asset(ConsoleAssets.page, type: "text/html; charset=utf-8") }
         router.get("console/app.js") { _, _ in Self.asset(ConsoleAssets.script, type: "text/javascript; charset=utf-8") }
         router.get("console/app.css") { _, _ in Self.asset(ConsoleAssets.style, type: "text/css; charset=utf-8") }
+        router.get("favicon.ico") { _, _ in Self.asset(ConsoleAssets.icon, type: "image/svg+xml") }
     }
 
     static let securityPolicy =

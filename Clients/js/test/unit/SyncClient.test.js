@@ -1,0 +1,167 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SyncClient } from '../../src/SyncClient.js';
+import { MemoryStore } from '../../src/store/MemoryStore.js';
+import { ManualClock } from '../../src/Clock.js';
+import { FakeServer } from './FakeServer.js';
+
+const P = 'user=u1';
+const WAIT = 5000;
+
+/** A fetch that answers sign-in, refresh and blob uploads. @param {FakeServer} server */
+function fakeFetch(server) {
+    /** @type {typeof fetch} */
+    const f = async (input, init) => {
+        const url = String(input);
+        if (url.includes('/v1/auth/')) {
+            return new Response(JSON.stringify({ userId: 'u1', accessToken: 'a', refreshToken: 'r', expiresIn: 900 }), { status: 200 });
+        }
+        if (url.includes('/v1/blobs/') && init?.method === 'PUT') {
+            server.blobs.add(url.split('/v1/blobs/')[1]);
+            return new Response('{}', { status: 201 });
+        }
+        if (url.includes('/v1/blobs/')) {
+            assert.ok(url.includes(`?partition=${encodeURIComponent(P)}`), 'a blob is read through a partition');
+            return new Response(server.blobBodies.get(url.split('/v1/blobs/')[1].split('?')[0]) ?? 'not the bytes', { status: 200 });
+        }
+        return new Response('{}', { status: 404 });
+    };
+    return f;
+}
+
+/** @param {FakeServer} server @param {MemoryStore} [store] */
+async function makeClient(server, store = new MemoryStore()) {
+    const clock = new ManualClock(Date.parse('2026-11-25T12:00:00Z'));
+    const client = await SyncClient.open({
+        serverURL: 'http://127.0.0.1:1', store, clock, random: () => 0.5,
+        webSocket: (url) => server.socket(url), fetch: fakeFetch(server),
+    });
+    if (!client.userId) await client.login('ann@example.com', 'correct horse');
+    return { client, clock, store };
+}
+
+/** @param {SyncClient} client */
+const counter = async (client) => (await client.objects(P)).find((o) => o.id === 'c')?.body.n;
+
+test('an offline write shows at once and is applied exactly once when the server comes back', async () => {
+    const server = new FakeServer();
+    server.online = false;
+    const { client, clock } = await makeClient(server);
+    const room = await client.openPartition(P);
+    await room.write([{ op: 'put', collection: 'Counter', id: 'c', body: { n: 0 } }]);
+    await room.write([{ op: 'increment', collection: 'Counter', id: 'c', path: 'n', by: 1 }]);
+    assert.equal(await counter(client), 1);
+    server.online = true;
+    clock.advance(60_000);
+    assert.ok(await client.waitUntil(async () => (await client.unacknowledgedWrites()) === 0 && client.isUpToDate(P), WAIT));
+    assert.equal(server.partition(P).objects.get('Counter/c').body.n, 1);
+    assert.ok([...server.applied.values()].every((n) => n === 1));
+    assert.equal(await counter(client), 1);
+    client.close();
+});
+
+test('an upload whose ack was lost is sent again, applied once, and never shown twice', async () => {
+    const server = new FakeServer();
+    const { client, clock } = await makeClient(server);
+    const room = await client.openPartition(P);
+    await room.write([{ op: 'put', collection: 'Counter', id: 'c', body: { n: 0 } }]);
+    assert.ok(await client.waitUntil(async () => (await client.unacknowledgedWrites()) === 0, WAIT));
+    server.dropAckOnce = true;
+    await room.write([{ op: 'increment', collection: 'Counter', id: 'c', path: 'n', by: 1 }]);
+    assert.ok(await client.waitUntil(() => client.status === 'offline', WAIT));
+    /** @type {number[]} */
+    const seen = [];
+    room.subscribe((s) => seen.push(s.objects.find((o) => o.id === 'c')?.body.n));
+    clock.advance(60_000);
+    assert.ok(await client.waitUntil(async () => (await client.unacknowledgedWrites()) === 0 && client.isUpToDate(P), WAIT));
+    assert.equal(server.partition(P).objects.get('Counter/c').body.n, 1);
+    assert.ok(seen.every((n) => n === 1), `never shown twice: ${seen}`);
+    client.close();
+});
+
+test('a refused write is rolled back to the server state and reported with its code', async () => {
+    const server = new FakeServer();
+    const { client } = await makeClient(server);
+    /** @type {any[]} */
+    const events = [];
+    client.on((e) => events.push(e));
+    const room = await client.openPartition(P);
+    await room.write([{ op: 'put', collection: 'Note', id: 'n', body: { text: 'kept' } }]);
+    assert.ok(await client.waitUntil(async () => (await client.unacknowledgedWrites()) === 0, WAIT));
+    server.refuse = () => ({ code: 'validation_failed' });
+    const id = await room.write([{ op: 'set', collection: 'Note', id: 'n', path: 'text', value: 'refused' }]);
+    assert.equal((await room.object('Note', 'n'))?.body.text, 'refused');
+    assert.ok(await client.waitUntil(() => events.some((e) => e.type === 'rejected' && e.requestId === id && e.code === 'validation_failed'), WAIT));
+    assert.equal((await room.object('Note', 'n'))?.body.text, 'kept');
+    client.close();
+});
+
+test('blob_missing: the client uploads the bytes it holds and sends the write again under a new request id', async () => {
+    const server = new FakeServer();
+    const { client } = await makeClient(server);
+    const room = await client.openPartition(P);
+    const reference = await client.attach(new TextEncoder().encode('a photo'), 'image/jpeg');
+    assert.ok(await client.waitUntil(async () => (await client.unacknowledgedWrites()) === 0, WAIT));
+    assert.ok(server.blobs.has(reference['@blob']));
+    server.blobs.clear();
+    // The server forgot who holds it: the first upload citing it is refused.
+    server.refuse = (upload) => (server.blobs.has(reference['@blob']) ? null : { code: 'blob_missing', details: { digests: [reference['@blob']] } });
+    await room.write([{ op: 'put', collection: 'Note', id: 'p', body: { photo: reference } }]);
+    assert.ok(await client.waitUntil(async () => (await client.unacknowledgedWrites()) === 0, WAIT));
+    assert.ok(server.blobs.has(reference['@blob']), 'uploaded again');
+    assert.deepEqual(server.partition(P).objects.get('Note/p').body.photo, reference);
+    client.close();
+});
+
+test('a wiped store says so, starts over from the server and keeps the unanswered writes', async () => {
+    const server = new FakeServer();
+    const { client, store, clock } = await makeClient(server);
+    /** @type {any[]} */
+    const events = [];
+    client.on((e) => events.push(e));
+    const room = await client.openPartition(P);
+    await room.write([{ op: 'put', collection: 'Note', id: 'a', body: { text: 'on the server' } }]);
+    assert.ok(await client.waitUntil(async () => (await client.unacknowledgedWrites()) === 0, WAIT));
+    server.online = false;
+    server.dropAll();
+    assert.ok(await client.waitUntil(() => client.status === 'offline', WAIT));
+    await room.write([{ op: 'put', collection: 'Note', id: 'b', body: { text: 'queued' } }]);
+    store.wipe();
+    assert.ok(await client.waitUntil(() => events.some((e) => e.type === 'storeReset'), WAIT));
+    server.online = true;
+    clock.advance(60_000);
+    assert.ok(await client.waitUntil(async () => (await room.objects()).length === 2 && (await client.unacknowledgedWrites()) === 0, WAIT));
+    assert.equal(server.partition(P).objects.get('Note/b').body.text, 'queued');
+    client.close();
+});
+
+test('a live query emits when its result changes, not on every change', async () => {
+    const server = new FakeServer();
+    const { client } = await makeClient(server);
+    const room = await client.openPartition(P);
+    /** @type {string[][]} */
+    const results = [];
+    room.query({ collection: 'M', where: (o) => String(o.body.text).includes('#q') }, (r) => results.push(r.map((o) => o.id)));
+    assert.ok(await client.waitUntil(() => results.length === 1, WAIT));
+    await room.write([{ op: 'put', collection: 'M', id: 'a', body: { text: 'plain' } }]);
+    await room.write([{ op: 'put', collection: 'M', id: 'b', body: { text: '#q yes' } }]);
+    assert.ok(await client.waitUntil(() => results.length >= 2, WAIT));
+    assert.ok(await client.waitUntil(async () => (await client.unacknowledgedWrites()) === 0 && client.isUpToDate(P), WAIT));
+    assert.deepEqual(results, [[], ['b']]);
+    client.close();
+});
+
+test('a downloaded blob is checked against its digest, then cached', async () => {
+    const server = new FakeServer();
+    const { client } = await makeClient(server);
+    const bytes = new TextEncoder().encode('the real bytes');
+    const digest = await (await import('../../src/protocol/BlobReference.js')).digestOf(bytes);
+    const reference = { '@blob': digest, length: bytes.length, contentType: 'text/plain' };
+    await assert.rejects(client.blob(reference, P), { code: 'digest_mismatch' });
+    server.blobBodies.set(digest, bytes);
+    const blob = await client.blob(reference, P);
+    assert.equal(await blob.text(), 'the real bytes');
+    server.blobBodies.clear();
+    assert.equal(await (await client.blob(reference, P)).text(), 'the real bytes', 'from the cache');
+    client.close();
+});
