@@ -6,44 +6,26 @@
 /// (`truncated`), bad gzip or a read error end the reading.
 public struct MongoDumpReader {
     public let file: String
-    private let input: FileInput
-    private var splitter = BSONDocumentSplitter()
+    private var frames: FramedInput<BSONDocumentSplitter>
     private let decoder: BSONDecoder
-    private var inputEnded = false
 
     public init(path: String, decoder: BSONDecoder = BSONDecoder()) throws(ImportError) {
         self.file = path
-        self.input = try FileInput(path: path)
+        self.frames = FramedInput(file: path, input: try FileInput(path: path), splitter: BSONDocumentSplitter())
         self.decoder = decoder
     }
 
     /// Whether the file is gzip-compressed (known after the first document).
-    public var isGzip: Bool { input.isGzip }
+    public var isGzip: Bool { frames.input.isGzip }
 
     /// The next document, `nil` after the last.
     public mutating func next() throws(ImportError) -> SourceDocument? {
-        while true {
-            let frame: BSONDocumentSplitter.Frame?
-            do {
-                frame = try splitter.next()
-            } catch {
-                throw error.located(file: file)
-            }
-            if let frame {
-                do {
-                    let document = try decoder.decode(frame.bytes)
-                    return SourceDocument(document: document, file: file, number: frame.number, byteOffset: frame.byteOffset)
-                } catch {
-                    throw error.located(file: file, documentNumber: frame.number, byteOffset: frame.byteOffset)
-                }
-            }
-            if inputEnded { return nil }
-            if let bytes = try input.read() {
-                splitter.append(bytes)
-            } else {
-                inputEnded = true
-                splitter.endInput()
-            }
+        guard let frame = try frames.next() else { return nil }
+        do {
+            let document = try decoder.decode(frame.bytes)
+            return SourceDocument(document: document, file: file, number: frame.number, byteOffset: frame.byteOffset)
+        } catch {
+            throw error.located(file: file, documentNumber: frame.number, byteOffset: frame.byteOffset)
         }
     }
 }

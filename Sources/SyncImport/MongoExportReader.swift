@@ -10,11 +10,9 @@ import SyncProtocol
 /// skip it; an error of the file's structure (`truncated`, `gzip`, `io`) ends the reading.
 public struct MongoExportReader {
     public let file: String
-    private let input: FileInput
-    private var splitter = JSONDocumentSplitter()
+    private var frames: FramedInput<JSONDocumentSplitter>
     private let parser: JSONParser
     private let decoder: ExtendedJSONDecoder
-    private var inputEnded = false
     /// The forms of Extended JSON seen so far.
     public private(set) var forms: ExtendedJSONForms = []
 
@@ -25,7 +23,7 @@ public struct MongoExportReader {
         throws(ImportError)
     {
         self.file = path
-        self.input = try FileInput(path: path)
+        self.frames = FramedInput(file: path, input: try FileInput(path: path), splitter: JSONDocumentSplitter())
         self.decoder = decoder
         self.parser = JSONParser(maximumDepth: maximumDepth)
     }
@@ -34,29 +32,15 @@ public struct MongoExportReader {
     public var format: ExtendedJSONFormat { forms.format }
 
     /// One document per line (or pretty-printed), or one array; known after the first document.
-    public var layout: JSONDocumentSplitter.Layout? { splitter.layout }
+    public var layout: JSONDocumentSplitter.Layout? { frames.splitter.layout }
 
     /// Whether the file is gzip-compressed (known after the first document).
-    public var isGzip: Bool { input.isGzip }
+    public var isGzip: Bool { frames.input.isGzip }
 
     /// The next document, `nil` after the last.
     public mutating func next() throws(ImportError) -> SourceDocument? {
-        while true {
-            let frame: JSONDocumentSplitter.Frame?
-            do {
-                frame = try splitter.next()
-            } catch {
-                throw error.located(file: file)
-            }
-            if let frame { return try document(frame) }
-            if inputEnded { return nil }
-            if let bytes = try input.read() {
-                splitter.append(bytes)
-            } else {
-                inputEnded = true
-                splitter.endInput()
-            }
-        }
+        guard let frame = try frames.next() else { return nil }
+        return try document(frame)
     }
 
     private mutating func document(_ frame: JSONDocumentSplitter.Frame) throws(ImportError) -> SourceDocument {
