@@ -13,6 +13,9 @@ extension SyncClient {
     public func run() async {
         // Local expiries set before a restart.
         purgeLocalExpiries()
+        // Other processes sharing the store (a `watch` beside a `read`): their commits show here.
+        let follower = Task { await self.followOtherProcesses() }
+        defer { follower.cancel() }
         var failures = 0
         while !Task.isCancelled {
             let token: String?
@@ -189,6 +192,8 @@ extension SyncClient {
             }
             answer(requestId, .rejected)
             publish(partition)
+            refusals.append((requestId, partition, error))
+            if refusals.count > 100 { refusals.removeFirst(refusals.count - 100) }
             emit(.rejected(requestId: requestId, partition: partition, error: error))
         case .error(let error, let partition):
             if let waiter = answerWaiter, let partition,

@@ -29,6 +29,8 @@ public actor SyncClient {
     var progress: [Partition: SyncProgress] = [:]
     var observers: [Partition: [UUID: AsyncStream<PartitionSnapshot>.Continuation]] = [:]
     var eventObservers: [UUID: AsyncStream<ClientEvent>.Continuation] = [:]
+    /// The last writes the server refused, oldest first (``refusedWrites``).
+    var refusals: [(requestId: String, partition: Partition, error: SyncError)] = []
     var answerWaiter: (requestId: String, continuation: CheckedContinuation<UploadAnswer, Never>)?
     var uploadWakeup: CheckedContinuation<Void, Never>?
     var signedInWakeup: CheckedContinuation<Void, Never>?
@@ -174,6 +176,11 @@ public actor SyncClient {
         if let snapshot = try? snapshot(of: partition) { continuation.yield(snapshot) }
         return stream
     }
+
+    /// The last 100 writes the server refused since this client was made (each also reported
+    /// as ``ClientEvent/rejected(requestId:partition:error:)``), oldest first: what a
+    /// short-lived tool reports before it exits.
+    public var refusedWrites: [(requestId: String, partition: Partition, error: SyncError)] { refusals }
 
     /// Connection changes, refused writes, ended subscriptions, sign-outs.
     public func events() -> AsyncStream<ClientEvent> {

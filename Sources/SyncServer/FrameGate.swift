@@ -27,8 +27,10 @@ final class FrameGates: Sendable {
     func install(on channel: any Channel, limit: Int) async throws {
         let gate = FrameGate()
         gates.withLock { $0[ObjectIdentifier(channel)] = gate }
-        let handler = FrameGateHandler(gate: gate, limit: limit, gates: self)
-        try await channel.pipeline.addHandler(handler, position: .first).get()
+        // Made and added on the channel's event loop, where a handler lives.
+        try await channel.eventLoop.submit {
+            try channel.pipeline.syncOperations.addHandler(FrameGateHandler(gate: gate, limit: limit, gates: self), position: .first)
+        }.get()
     }
 
     /// The connection's gate, forgotten as it is taken.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import PostgresNIO
 import SyncProtocol
 
@@ -52,21 +53,30 @@ extension ObjectStore {
             // (at once: one waiting for a lock does not hold up the others).
             var groups: [Partition: [Int]] = [:]
             for (index, entry) in batch.enumerated() { groups[entry.upload.partition, default: []].append(index) }
-            steps = Array(repeating: .repeated, count: batch.count)
-            try await withThrowingTaskGroup(of: ([Int], [BatchStep]).self) { tasks in
-                for indices in groups.values {
-                    let group = indices.map { batch[$0] }
+            let indices = Array(groups.values)
+            // Each group's steps come back through `collected`, by the group's number: a child
+            // returns nothing it captured. (A child closure that returned a captured array in
+            // its result let the optimized build release that array twice, once with the
+            // closure and once with the result: the crash under a frozen database, issue 29.)
+            let collected = CollectedSteps()
+            try await withThrowingDiscardingTaskGroup { tasks in
+                for number in indices.indices {
+                    let group = indices[number].map { batch[$0] }
                     tasks.addTask {
+                        let groupSteps: [BatchStep]
                         do {
-                            return (indices, try await self.stagedBatch(group, epoch: epoch))
+                            groupSteps = try await self.stagedBatch(group, epoch: epoch)
                         } catch is BatchConflict {
-                            return (indices, try await self.savepointBatch(group, epoch: epoch))
+                            groupSteps = try await self.savepointBatch(group, epoch: epoch)
                         }
+                        collected.steps.withLock { $0[number] = groupSteps }
                     }
                 }
-                for try await (indices, groupSteps) in tasks {
-                    for (index, step) in zip(indices, groupSteps) { steps[index] = step }
-                }
+            }
+            steps = Array(repeating: .repeated, count: batch.count)
+            let stepsByGroup = collected.steps.withLock { $0 }
+            for (number, groupIndices) in indices.enumerated() {
+                for (index, step) in zip(groupIndices, stepsByGroup[number] ?? []) { steps[index] = step }
             }
         }
         var results: [Result<UploadResult, SyncError>] = []
@@ -83,6 +93,11 @@ extension ObjectStore {
             }
         }
         return results
+    }
+
+    /// The steps of the groups of a batch applied partition by partition, by group number.
+    private final class CollectedSteps: Sendable {
+        let steps = Mutex<[Int: [BatchStep]]>([:])
     }
 
     /// The usual way: every partition is locked and every touched object read in one round

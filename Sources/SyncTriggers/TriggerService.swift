@@ -167,7 +167,7 @@ package final class TriggerService: Service, Sendable {
         while !isStopping {
             health.beat(trigger.name)
             do {
-                try await bounded("registering trigger \(trigger.name)") { try await ledger.register(trigger.name) }
+                _ = try await bounded("registering trigger \(trigger.name)") { try await ledger.register(trigger.name) }
                 break
             } catch {
                 if isStopping { break }

@@ -95,9 +95,14 @@ struct Read: AsyncParsableCommand {
     }
 
     /// `[10:00:00] alice@example.com: hello (photo 12 kB) (at 48.85,2.35)`
+    /// A size as a person reads it: bytes under a kilobyte, kilobytes above.
+    static func size(_ bytes: Int64) -> String {
+        bytes < 1024 ? "\(bytes) B" : "\(bytes / 1024) kB"
+    }
+
     static func line(for message: ChatMessage) -> String {
         var line = "[\(Session.time(message.timestamp))] \(message.author ?? "?"): \(message.text)"
-        if let image = message.image { line += " (photo \((image.picture?.length ?? 0) / 1024) kB)" }
+        if let image = message.image { line += " (photo \(Self.size(image.picture?.length ?? 0)))" }
         if message.location.count == 2 { line += " (at \(message.location[0]),\(message.location[1]))" }
         return line
     }
@@ -121,6 +126,7 @@ struct Watch: AsyncParsableCommand {
             for partition in partitions {
                 group.addTask { await Self.follow(partition, me: user.userName, session: session) }
             }
+            group.addTask { await Self.followConnection(session) }
             if let stop {
                 group.addTask { try? await Task.sleep(until: stop) }
                 await group.next()
@@ -128,6 +134,24 @@ struct Watch: AsyncParsableCommand {
             }
         }
         await session.finish()
+    }
+
+    /// Says when the connection drops and when it is back: meanwhile the view shows what is
+    /// stored here, and writes are queued.
+    static func followConnection(_ session: Session) async {
+        var wasOnline = true
+        for await event in await session.client.events() {
+            if Task.isCancelled { break }
+            guard case .status(let status) = event else { continue }
+            if wasOnline, status == .offline {
+                print("Connection lost: showing what is stored here; trying again…")
+                wasOnline = false
+            } else if !wasOnline, status == .online {
+                print("Connected again.")
+                wasOnline = true
+            }
+            fflush(nil)
+        }
     }
 
     /// Prints what changes in one partition, compared with what was there before.

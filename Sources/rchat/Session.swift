@@ -26,7 +26,7 @@ struct Session {
 
     static func start(_ options: Options) throws -> Session {
         var logger = Logger(label: "rchat")
-        logger.logLevel = ProcessInfo.processInfo.environment["RCHAT_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+        logger.logLevel = ProcessInfo.processInfo.environment["RCHAT_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .error
         guard let url = URL(string: options.server) else { throw ValidationError("--server is not a URL") }
         var configuration = SyncClientConfiguration(serverURL: url, storePath: options.home + "/store.sqlite", logger: logger)
         configuration.maximumReconnectDelay = .seconds(2)

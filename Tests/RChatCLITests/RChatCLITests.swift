@@ -115,4 +115,74 @@ struct RChatCLITests {
             await server.stop()
         }
     }
+
+    @Test("issue 34, finding 2: a watch and other commands of one user share a store: no locked store, nothing falsely queued, a write queued offline by one process is sent once")
+    func twoProcessesOneStore() async throws {
+        let root = NSTemporaryDirectory() + "rchat-cli-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try await TestDatabase.with(exclusive: true) { db in
+            let server = try ServerProcess(database: db.url)
+            try await server.start()
+            do {
+                let ann = RChatCLI(email: "ann@example.com", server: server.baseURL, root: root)
+                let bob = RChatCLI(email: "bob@example.com", server: server.baseURL, root: root)
+                for user in [ann, bob] { try await user.ok(["register", "--email", user.email, "--password", "correct horse battery"]) }
+                try await ann.ok(["create", "Team", bob.email])
+                _ = try await bob.eventually(["rooms"], contains: "Team")
+
+                // Bob's watch holds the store open while his other commands use it too.
+                let watch = try bob.start(["watch", "Team", "--seconds", "300"])
+                try await watch.waitFor("Team: 0 unread")
+                for round in 1...3 {
+                    var mark = watch.mark
+                    #expect(try await ann.ok(["send", "Team", "round \(round)"]).contains("Sent to Team"))
+                    try await watch.waitFor("\(ann.email): round \(round)", since: mark)
+                    try await watch.waitFor("Team: 1 unread", since: mark)
+                    mark = watch.mark
+                    let read = try await bob.ok(["read", "Team"])
+                    #expect(read.contains("round \(round)"))
+                    #expect(!read.contains("queued"), "round \(round): \(read)")
+                    #expect(!read.contains("locked"), "round \(round): \(read)")
+                    try await watch.waitFor("Team: 0 unread", since: mark)
+                }
+                // Bob's own message goes through the store the watch holds open too (and, as in
+                // RChat, raises his own count).
+                var mark = watch.mark
+                let sent = try await bob.ok(["send", "Team", "a reply"])
+                #expect(sent.contains("Sent to Team"), "\(sent)")
+                try await watch.waitFor("\(bob.email): a reply", since: mark)
+                try await watch.waitFor("Team: 1 unread", since: mark)
+                mark = watch.mark
+                #expect(!(try await bob.ok(["read", "Team"])).contains("queued"))
+                try await watch.waitFor("Team: 0 unread", since: mark)
+                #expect(!watch.output.contains("locked"), "\(watch.output)")
+
+                // Offline, what another of Bob's processes does shows in his watch at once (it
+                // follows the store, not only the server): the room read, a message queued.
+                mark = watch.mark
+                #expect(try await ann.ok(["send", "Team", "before the outage"]).contains("Sent to Team"))
+                try await watch.waitFor("Team: 1 unread", since: mark)
+                await server.kill()
+                mark = watch.mark
+                let readOffline = try await bob.ok(["read", "Team"], wait: 1)
+                #expect(readOffline.contains("before the outage"))
+                try await watch.waitFor("Team: 0 unread", since: mark)
+                mark = watch.mark
+                let queued = try await bob.ok(["send", "Team", "written offline"], wait: 1)
+                #expect(queued.contains("queued"))
+                try await watch.waitFor("\(bob.email): written offline", since: mark)
+                #expect(watch.output.contains("Connection lost"))
+                // Back on line, whichever of Bob's processes is connected sends it; it is stored once.
+                try await server.start()
+                try await watch.waitFor("Connected again.", since: mark, timeout: .seconds(60))
+                let messages = try await ann.eventually(["read", "Team"], contains: "written offline")
+                #expect(messages.components(separatedBy: "written offline").count == 2, "\(messages)")  // exactly once
+                await watch.stop()
+            } catch {
+                await server.kill()
+                throw error
+            }
+            await server.stop()
+        }
+    }
 }

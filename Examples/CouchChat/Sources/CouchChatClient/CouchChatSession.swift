@@ -45,6 +45,22 @@ public struct CouchChatSession: Sendable {
         return try RoomList.decode(try await client.objects(in: partition)).first?.rooms ?? []
     }
 
+    /// The room of this user's list whose id or title is `nameOrID` (an id first, then a title,
+    /// compared case-insensitively); `not_found` when none is, `bad_request` when several
+    /// rooms have that title (their ids are in the message).
+    public func room(named nameOrID: String, wait: Duration) async throws -> RoomList.Entry {
+        let rooms = try await rooms(wait: wait)
+        if let room = rooms.first(where: { $0.id == nameOrID }) { return room }
+        let titled = rooms.filter { $0.title.caseInsensitiveCompare(nameOrID) == .orderedSame }
+        guard let first = titled.first else {
+            throw SyncError(.notFound, "you are in no room called \(nameOrID) (couchchat rooms lists yours)")
+        }
+        guard titled.count == 1 else {
+            throw SyncError(.badRequest, "several of your rooms are called \(nameOrID): give one of their ids, \(titled.map(\.id).joined(separator: ", "))")
+        }
+        return first
+    }
+
     /// Creates a room owned by this user, inviting `invitees` (emails); returns its id.
     @discardableResult
     public func createRoom(title: String, inviting invitees: [String]) async throws -> String {

@@ -22,20 +22,35 @@ struct Options: ParsableArguments {
     @Option(help: "Seconds to wait for the server before working offline.")
     var wait: Int = 5
 
-    /// Runs `body` with a connected session, then sends what was queued (if it can).
-    func run(_ body: (CouchChatSession) async throws -> Void) async throws {
+    /// Runs `body` with a connected session, then sends what was queued (if it can), and tells
+    /// the truth about it: `done` (what `body` returns) is printed once the server has taken
+    /// every write; a write the server refused is printed with its code and the command exits
+    /// 1; writes still queued (offline) are said to be queued.
+    func run(_ body: (CouchChatSession) async throws -> String?) async throws {
         guard let url = URL(string: server) else { throw ValidationError("--server is not a URL") }
         let session = try CouchChatSession(server: url, home: home)
         let connection = Task { await session.client.run() }
         defer { connection.cancel() }
-        try await body(session)
+        let done = try await body(session)
         if await session.client.waitUntilOnline(timeout: .seconds(wait)) {
             _ = await session.client.waitUntilUploaded(timeout: .seconds(wait * 6))
         }
         let pending = try await session.client.unacknowledgedWrites()
-        if pending > 0 { print("\(pending) change(s) queued; the next command that reaches the server sends them.") }
         connection.cancel()
         await connection.value
+        let refusals = await session.client.refusedWrites
+        guard refusals.isEmpty else {
+            for refusal in refusals {
+                FileHandle.standardError.write(
+                    Data("Refused by the server (\(refusal.partition): \(refusal.error.code): \(refusal.error.message)); nothing of it was kept.\n".utf8))
+            }
+            throw ExitCode(1)
+        }
+        if pending > 0 {
+            print("\(pending) change(s) queued; the next command that reaches the server sends them.")
+        } else if let done {
+            print(done)
+        }
     }
 }
 
@@ -47,7 +62,7 @@ struct Register: AsyncParsableCommand {
     func run() async throws {
         try await options.run { session in
             try await session.client.register(email: email, password: password)
-            print("Registered \(email).")
+            return "Registered \(email)."
         }
     }
 }
@@ -60,7 +75,7 @@ struct Login: AsyncParsableCommand {
     func run() async throws {
         try await options.run { session in
             try await session.client.login(email: email, password: password)
-            print("Signed in as \(email).")
+            return "Signed in as \(email)."
         }
     }
 }
@@ -74,7 +89,7 @@ struct Accept: AsyncParsableCommand {
     func run() async throws {
         try await options.run { session in
             try await session.acceptInvitations(from: owners, fromAnyone: anyone)
-            print("Invitations accepted from \(anyone ? "anyone" : owners.joined(separator: ", ")).")
+            return "Invitations accepted from \(anyone ? "anyone" : owners.joined(separator: ", "))."
         }
     }
 }
@@ -87,6 +102,7 @@ struct Rooms: AsyncParsableCommand {
             let rooms = try await session.rooms(wait: .seconds(options.wait))
             if rooms.isEmpty { print("No rooms yet.") }
             for room in rooms { print("\(room.title) (\(room.id))") }
+            return nil
         }
     }
 }
@@ -100,33 +116,36 @@ struct Create: AsyncParsableCommand {
     func run() async throws {
         try await options.run { session in
             let id = try await session.createRoom(title: title, inviting: invitees)
-            print("Created \(title) (\(id)).")
+            return "Created \(title) (\(id))."
         }
     }
 }
 
 struct Send: AsyncParsableCommand {
     @OptionGroup var options: Options
-    @Argument(help: "The room's id.") var room: String
+    @Argument(help: "The room's title or id.") var room: String
     @Argument var markdown: String
     @Option(help: "A picture file to attach (uploaded as a blob).") var photo: String?
 
     func run() async throws {
         try await options.run { session in
-            try await session.send(markdown, to: room, photo: photo.map { URL(fileURLWithPath: $0) })
-            print("Sent.")
+            let found = try await session.room(named: room, wait: .seconds(options.wait))
+            try await session.send(markdown, to: found.id, photo: photo.map { URL(fileURLWithPath: $0) })
+            return "Sent to \(found.title)."
         }
     }
 }
 
 struct Read: AsyncParsableCommand {
     @OptionGroup var options: Options
-    @Argument(help: "The room's id.") var room: String
+    @Argument(help: "The room's title or id.") var room: String
     @Option(help: "Save the pictures into this folder, as <message id>.<extension>.") var savePhotos: String?
 
     func run() async throws {
         try await options.run { session in
-            let chats = try await session.messages(in: room, wait: .seconds(options.wait))
+            let found = try await session.room(named: room, wait: .seconds(options.wait))
+            let chats = try await session.messages(in: found.id, wait: .seconds(options.wait))
+            print("\(found.title): \(chats.count) message(s)")
             for chat in chats {
                 var line = "\(chat.author): \(chat.markdown)"
                 if let photo = chat.photo { line += " (picture \(photo.length) bytes)" }
@@ -137,6 +156,7 @@ struct Read: AsyncParsableCommand {
                     try data.write(to: URL(fileURLWithPath: savePhotos).appendingPathComponent(name))
                 }
             }
+            return nil
         }
     }
 }

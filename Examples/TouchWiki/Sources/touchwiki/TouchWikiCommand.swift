@@ -237,7 +237,7 @@ struct Edit: AsyncParsableCommand {
                 return
             }
             try await session.saveDraft(edited, page: page, of: id)
-            print("Saved your draft of \(page); `touchwiki publish \(wiki.wiki) \"\(page)\"` shares it.")
+            print("Saved your draft of \(page); `touchwiki publish \(shellQuoted(wiki.wiki)) \(shellQuoted(page))` shares it.")
         }
     }
 
@@ -320,4 +320,11 @@ struct Watch: AsyncParsableCommand {
         }
         if ended != nil { throw ExitCode(3) }
     }
+}
+
+/// `text` as one word of a POSIX shell command, whatever it holds: a hint printed to be pasted
+/// works as printed (single quotes, each `'` written as `'\''`).
+func shellQuoted(_ text: String) -> String {
+    let plain = text.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || "-_./:@".unicodeScalars.contains($0) }
+    return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
 }

@@ -39,7 +39,9 @@ struct StoryTests {
                 #expect(try await TestTriggers.eventually { try await bob.succeed("wikis").contains("Mobile Dev (\(wiki)), owned by ann@example.com") })
                 let shown = try await bob.succeed("show", "Mobile Dev", "Home")
                 #expect(shown.contains("== Mobile Dev › Home") && shown.contains("Welcome."), "\(shown)")
-                _ = try await bob.succeed("edit", "Mobile Dev", "Home", editing: "# Home\nBob was here. See [[Sync Client]].\n")
+                let edited = try await bob.succeed("edit", "Mobile Dev", "Home", editing: "# Home\nBob was here. See [[Sync Client]].\n")
+                // Its hint works when pasted into a shell (issue 34, finding 4).
+                #expect(edited.contains("`touchwiki publish 'Mobile Dev' Home`"), "\(edited)")
                 let bobsDraft = try await bob.succeed("show", "Mobile Dev", "Home")
                 #expect(bobsDraft.contains("Bob was here.") && bobsDraft.contains("your draft"))
                 let listed = try await bob.succeed("pages", "Mobile Dev")
