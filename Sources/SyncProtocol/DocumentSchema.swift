@@ -87,6 +87,14 @@ public struct DocumentSchema: Sendable, Hashable {
     /// was is not checked again (it was accepted then, or the server wrote it), and the size
     /// only when the write grows the body: a user's write is refused for what it changes.
     public func check(_ body: [String: JSONValue], before: [String: JSONValue]? = nil) throws(SyncError) {
+        var fields = body
+        for engineField in Self.engineFields { fields.removeValue(forKey: engineField) }
+        var unchanged = Set<String>()
+        if let before {
+            for (name, value) in fields where before[name] == value { unchanged.insert(name) }
+        }
+        // The fields first: a refusal that names one says more than one of the whole size.
+        try Self.check(fields, against: self.fields, otherFields: otherFields, at: "", in: collection, skipping: unchanged)
         let size = JSONValue.object(body).jsonBytes.count
         let grew = before.map { size > JSONValue.object($0).jsonBytes.count } ?? true
         guard size <= maximumBodyBytes || !grew else {
@@ -94,13 +102,6 @@ public struct DocumentSchema: Sendable, Hashable {
                 .validationFailed, "a \(collection) document is at most \(maximumBodyBytes) bytes; this one is \(size)",
                 details: ["field": "", "limit": .int(Int64(maximumBodyBytes))])
         }
-        var fields = body
-        for engineField in Self.engineFields { fields.removeValue(forKey: engineField) }
-        var unchanged = Set<String>()
-        if let before {
-            for (name, value) in fields where before[name] == value { unchanged.insert(name) }
-        }
-        try Self.check(fields, against: self.fields, otherFields: otherFields, at: "", in: collection, skipping: unchanged)
     }
 
     private static func check(
