@@ -30,9 +30,6 @@ public struct SyncClientConfiguration: Sendable {
     /// Bytes of downloaded blobs kept locally, least recently used out first (attached blobs
     /// not yet uploaded do not count and are never removed). Default 100 MiB.
     public var blobCacheBytes: Int64 = 100 << 20
-    /// How often a running client looks whether another process sharing its store committed
-    /// something (a queued write, a page), to show it and upload it.
-    public var otherProcessesInterval: Duration = .milliseconds(250)
     public var logger: Logger
 
     public init(serverURL: URL, storePath: String?, logger: Logger = Logger(label: "psync.client")) {
