@@ -31,7 +31,8 @@ actor TestScheduling {
     ///
     /// `limit` bounds the time `body` runs once it holds the lock: a test's own time limit
     /// (swift-testing's) also counts the time it queued behind exclusive tests, which grows with
-    /// the suite, so it only backs this one up. A body still running at its limit is cancelled
+    /// the suite, so it only backs this one up (the suites set 30 minutes: with the freeze and
+    /// shared-cluster trials, a 5-minute limit was reached in the queue alone). A body still running at its limit is cancelled
     /// and left behind: the test fails with ``TestTimeout`` and gives the lock back, so one test
     /// stuck in a call that ignores cancellation cannot hold up every test queued behind it.
     static func run<Result: Sendable>(

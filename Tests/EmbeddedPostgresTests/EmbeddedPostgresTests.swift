@@ -8,7 +8,7 @@ import SyncStorage
 import SyncTesting
 import Testing
 
-@Suite("Embedded PostgreSQL", .timeLimit(.minutes(8)))
+@Suite("Embedded PostgreSQL", .timeLimit(.minutes(30)))
 struct EmbeddedPostgresTests {
     func query(_ endpoint: EmbeddedPostgresEndpoint, _ sql: PostgresQuery) async throws -> [String] {
         try await TestPostgres.withClient(try DatabaseURL(endpoint.url)) { client in
@@ -183,7 +183,7 @@ struct EmbeddedPostgresTests {
 
 /// Issue 34, finding 1: `psync apikey create`, `triggers list` and `migrate` beside a running
 /// `psync serve` on the embedded database share its cluster instead of stopping it.
-@Suite("Commands beside a running server", .serialized, .timeLimit(.minutes(8)))
+@Suite("Commands beside a running server", .serialized, .timeLimit(.minutes(30)))
 struct SharedClusterCommandTests {
     final class Done: Sendable {
         let value = Mutex(false)

@@ -4,7 +4,7 @@ import Testing
 
 /// Three people chat with the `rchat` executable, each command a separate process, against a
 /// real `psync serve` process.
-@Suite("rchat, the terminal client", .timeLimit(.minutes(8)))
+@Suite("rchat, the terminal client", .timeLimit(.minutes(30)))
 struct RChatCLITests {
     @Test("three users: register, create a room, send, watch, unread counts, read, offline send, profile")
     func scriptedSession() async throws {

@@ -9,7 +9,7 @@ import Testing
 /// A real `psync` process killed with SIGKILL after an upload committed and before its ack
 /// left: the client sends the same upload again, with the same request id, to the restarted
 /// server and gets the first outcome; the upload took effect once.
-@Suite("Kill between commit and ack", .timeLimit(.minutes(5)))
+@Suite("Kill between commit and ack", .timeLimit(.minutes(30)))
 struct CommitCrashTests {
     static let counter = key("ChatMessage", "counter")
 

@@ -10,7 +10,7 @@ import Testing
 
 /// Who gets into a conversation, and what one user can do to another's records: the attacks
 /// of the security review, each as it was reproduced over the public API.
-@Suite("RChat: conversation access", .timeLimit(.minutes(8)))
+@Suite("RChat: conversation access", .timeLimit(.minutes(30)))
 struct ConversationAccessTests {
     static let pending = JSONValue.string(MembershipStatus.pending.rawValue)
     static let active = JSONValue.string(MembershipStatus.active.rawValue)

@@ -9,7 +9,7 @@ import Testing
 
 /// Real server processes killed with SIGKILL while messages flow: no trigger event is lost or
 /// applied twice.
-@Suite("RChat under crashes", .timeLimit(.minutes(8)))
+@Suite("RChat under crashes", .timeLimit(.minutes(30)))
 struct CrashTests {
 
     static let environment = ["PSYNC_TRIGGER_LEASE": "2", "PSYNC_PRESENCE_LEASE": "3"]

@@ -11,7 +11,7 @@ import Testing
 /// then resumed: the other instance takes the trigger over, and whatever the frozen one was
 /// doing when it stopped (a handling transaction half done, a renewal on its way) is fenced
 /// off when it wakes. RChat's unread counts are increments, so an event handled twice shows.
-@Suite("Trigger leases under frozen instances", .timeLimit(.minutes(8)))
+@Suite("Trigger leases under frozen instances", .timeLimit(.minutes(30)))
 struct LeaseFencingTests {
     /// What the writer and the freezing task share.
     final class Shared: Sendable {

@@ -10,7 +10,7 @@ import Testing
 /// RChat's permission matrix, generated: every partition kind × every kind of principal ×
 /// every way to read or write, each answer compared with the one allowed set. A denied write
 /// leaves nothing a trigger could see.
-@Suite("RChat: permission matrix", .timeLimit(.minutes(8)))
+@Suite("RChat: permission matrix", .timeLimit(.minutes(30)))
 struct PermissionMatrixTests {
     /// Who asks.
     enum Who: String, CaseIterable, Sendable {

@@ -8,7 +8,7 @@ import Testing
 
 /// Triggers that depend on each other's effects: `rchat.presence` needs the User record that
 /// `rchat.user-registered` makes, and may see a session event first.
-@Suite("RChat presence right after registration", .timeLimit(.minutes(8)))
+@Suite("RChat presence right after registration", .timeLimit(.minutes(30)))
 struct PresenceOrderTests {
     @Test("a user who opens a session right after signing up shows On-Line", arguments: 0..<3)
     func onLineAfterSignUp(round: Int) async throws {

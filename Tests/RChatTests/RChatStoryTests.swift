@@ -9,7 +9,7 @@ import SyncTriggers
 import Testing
 
 /// The whole RChat story over real WebSockets, as three users' apps would live it.
-@Suite("RChat", .timeLimit(.minutes(8)))
+@Suite("RChat", .timeLimit(.minutes(30)))
 struct RChatStoryTests {
     @Test("register, create a conversation, message, unread counts, forgery refused, presence")
     func story() async throws {

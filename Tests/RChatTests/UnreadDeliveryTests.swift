@@ -10,7 +10,7 @@ import Testing
 /// A member watching their User record sees every room's unread count rise when a message
 /// arrives, while others come and go (presence churn) — with the default trigger settings of
 /// `psync serve`.
-@Suite("RChat: unread counts reach a watching member", .timeLimit(.minutes(8)))
+@Suite("RChat: unread counts reach a watching member", .timeLimit(.minutes(30)))
 struct UnreadDeliveryTests {
     @Test("twenty rooms, a message each, a presence change around each: every count arrives")
     func everyCount() async throws {

@@ -9,7 +9,7 @@ import Testing
 
 /// Blobs in the SDK: attached offline, uploaded before the writes that reference them (also
 /// after the app restarts), fetched lazily into a bounded cache; and local expiry.
-@Suite("Client blobs and local expiry", .timeLimit(.minutes(8)))
+@Suite("Client blobs and local expiry", .timeLimit(.minutes(30)))
 struct BlobClientTests {
     static func bytes(_ count: Int, seed: Int) -> Data {
         Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ seed &+ $0 >> 9) })

@@ -15,7 +15,7 @@ import Glibc
 /// An app killed (SIGKILL) with increments pending, at random points: its store, reopened,
 /// holds every write `write` returned for, each is applied once on the server, and the local
 /// view never shows one twice while the client reconnects (issue 21, "Resilience").
-@Suite("Client process killed with writes pending", .timeLimit(.minutes(10)))
+@Suite("Client process killed with writes pending", .timeLimit(.minutes(30)))
 struct ClientKillTests {
     /// Where the probe is when it is killed.
     enum KillPoint: CaseIterable {

@@ -10,7 +10,7 @@ import Testing
 
 /// Two clients writing the same partition concurrently, going offline and online at random:
 /// at the end both copies equal the database.
-@Suite("Client convergence", .timeLimit(.minutes(8)))
+@Suite("Client convergence", .timeLimit(.minutes(30)))
 struct ConvergenceTests {
     /// A client whose connection loop can be stopped and started.
     final class Connection: @unchecked Sendable {

@@ -8,7 +8,7 @@ import SyncTesting
 import Testing
 
 /// Drafts: writes kept on the device until published or discarded.
-@Suite("Client drafts", .timeLimit(.minutes(8)))
+@Suite("Client drafts", .timeLimit(.minutes(30)))
 struct DraftTests {
     @Test("a draft shows in its app, survives a restart and is never uploaded; published it reaches another user, discarded it is gone")
     func draftsStayLocal() async throws {

@@ -7,7 +7,7 @@ import SyncTesting
 import Testing
 
 /// `PartitionHandle.query`: a filtered, sorted live view that emits only when its result changes.
-@Suite("Live queries", .timeLimit(.minutes(8)))
+@Suite("Live queries", .timeLimit(.minutes(30)))
 struct LiveQueryTests {
     @Test("a live query emits its result at once, then only when a write changes it, in its order")
     func emitsOnlyChanges() async throws {

@@ -8,7 +8,7 @@ import Testing
 /// CouchModel's relationships and model factory on the SDK, against a real server: documents
 /// of several kinds in one collection, each read as its own model by its `type`, and typed
 /// references resolved through the open partitions.
-@Suite("References and typed factories", .timeLimit(.minutes(5)))
+@Suite("References and typed factories", .timeLimit(.minutes(30)))
 struct ModelFactoryTests {
     struct Folder: SyncModel, Equatable {
         static let collection = "item"

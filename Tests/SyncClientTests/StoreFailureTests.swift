@@ -8,7 +8,7 @@ import SyncTesting
 import Testing
 
 /// What the client does when its own store fails.
-@Suite("Client store failures", .timeLimit(.minutes(8)))
+@Suite("Client store failures", .timeLimit(.minutes(30)))
 struct StoreFailureTests {
     @Test("a change the local store cannot save is reported as ClientEvent.storeFailed, not dropped in silence")
     func changeNotSaved() async throws {

@@ -12,7 +12,7 @@ import SyncStorage
 import SyncTesting
 import Testing
 
-@Suite("Client SDK", .timeLimit(.minutes(8)))
+@Suite("Client SDK", .timeLimit(.minutes(30)))
 struct SyncClientTests {
     @Test("a write shows at once, is uploaded, acknowledged and confirmed by the server's copy")
     func optimisticWrite() async throws {

@@ -10,7 +10,7 @@ import SyncTesting
 import Testing
 
 /// The example of docs/CLIENT.md, step by step, against a server serving RChat.
-@Suite("Typed models (the docs/CLIENT.md example)", .timeLimit(.minutes(8)))
+@Suite("Typed models (the docs/CLIENT.md example)", .timeLimit(.minutes(30)))
 struct TypedAccessTests {
     @Test("RChat models read, written with put, observed, and a room marked read")
     func documentedExample() async throws {

@@ -8,7 +8,7 @@ import SyncTesting
 import Testing
 
 /// Authentication over HTTP, against a real server and database.
-@Suite("Authentication", .timeLimit(.minutes(8)))
+@Suite("Authentication", .timeLimit(.minutes(30)))
 struct AuthTests {
     let password = "correct horse battery"
 
@@ -161,7 +161,7 @@ struct AuthTests {
     }
 }
 
-@Suite("Authentication input", .timeLimit(.minutes(8)))
+@Suite("Authentication input", .timeLimit(.minutes(30)))
 struct AuthInputTests {
     @Test("control characters in a login email are a bad request, not a server error")
     func controlCharacters() async throws {

@@ -9,7 +9,7 @@ import Testing
 /// Downloads are streamed a chunk at a time: twenty clients reading a 20 MiB blob at once,
 /// slowly, do not make the server hold the blob twenty times (it would, were the bytes
 /// queued faster than the connections take them).
-@Suite("Blob download memory", .timeLimit(.minutes(8)))
+@Suite("Blob download memory", .timeLimit(.minutes(30)))
 struct BlobDownloadMemoryTests {
     /// This process's resident memory, in bytes (the server runs in it; the clients are curl processes).
     static func residentBytes() -> Int {

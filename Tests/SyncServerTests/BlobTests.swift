@@ -8,7 +8,7 @@ import Testing
 
 /// Blobs over real HTTP: content addressing, references checked at upload, who may read,
 /// ranges, limits (docs/PROTOCOL.md, "Blobs").
-@Suite("Blobs", .timeLimit(.minutes(8)))
+@Suite("Blobs", .timeLimit(.minutes(30)))
 struct BlobTests {
     /// Bytes that are not all alike, so a wrong offset shows.
     static func bytes(_ count: Int, seed: UInt8 = 7) -> Data {

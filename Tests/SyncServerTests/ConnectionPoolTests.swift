@@ -6,7 +6,7 @@ import SyncTesting
 import Testing
 
 /// The server's PostgreSQL connections.
-@Suite("Connection pool", .timeLimit(.minutes(8)))
+@Suite("Connection pool", .timeLimit(.minutes(30)))
 struct ConnectionPoolTests {
     @Test("psync serve keeps to the pool size it is given (--max-connections) under concurrent requests, and names its connections")
     func poolSize() async throws {

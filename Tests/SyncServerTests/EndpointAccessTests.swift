@@ -10,7 +10,7 @@ import Glibc
 #endif
 
 /// Who may reach what: the WebSocket upgrade's answer to a bad credential, and `/metrics`.
-@Suite("Endpoint access", .timeLimit(.minutes(8)))
+@Suite("Endpoint access", .timeLimit(.minutes(30)))
 struct EndpointAccessTests {
     @Test("a bad credential on the WebSocket upgrade is answered 401, as the protocol says")
     func upgradeWithBadCredential() async throws {

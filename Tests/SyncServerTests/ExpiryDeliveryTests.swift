@@ -8,7 +8,7 @@ import Testing
 
 /// An object whose `@expiresAt` comes is deleted for every subscriber, as by a client's delete,
 /// and its blob becomes unreferenced.
-@Suite("Expiry delivery", .timeLimit(.minutes(8)))
+@Suite("Expiry delivery", .timeLimit(.minutes(30)))
 struct ExpiryDeliveryTests {
     @Test("an expired object disappears from every subscriber; its blob is no longer readable")
     func expiredForEverySubscriber() async throws {

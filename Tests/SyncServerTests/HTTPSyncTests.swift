@@ -6,7 +6,7 @@ import SyncTesting
 import Testing
 
 /// Pull and upload over plain HTTP, with the same checks and answers as the WebSocket.
-@Suite("HTTP sync", .timeLimit(.minutes(8)))
+@Suite("HTTP sync", .timeLimit(.minutes(30)))
 struct HTTPSyncTests {
     @Test("pull pages with cursors, upload with ack and rejection, same permissions")
     func pullAndUpload() async throws {

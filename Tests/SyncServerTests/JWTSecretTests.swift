@@ -5,7 +5,7 @@ import SyncTesting
 import Testing
 
 /// A known or weak JWT secret stops the server at start.
-@Suite("JWT secret", .timeLimit(.minutes(8)))
+@Suite("JWT secret", .timeLimit(.minutes(30)))
 struct JWTSecretTests {
     @Test("psync serve exits non-zero with one clear line for the secret that docker-compose.yml used to ship")
     func processRefusesKnownSecret() async throws {

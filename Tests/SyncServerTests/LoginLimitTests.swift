@@ -8,7 +8,7 @@ import SyncTesting
 import Testing
 
 /// Registration and failed-login limits, and the bcrypt work behind logins.
-@Suite("Login limits", .timeLimit(.minutes(8)))
+@Suite("Login limits", .timeLimit(.minutes(30)))
 struct LoginLimitTests {
     let password = "correct horse battery"
 

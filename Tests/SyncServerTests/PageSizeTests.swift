@@ -7,7 +7,7 @@ import Testing
 
 /// Change pages are bounded in bytes as well as in objects, over HTTP and the WebSocket; an
 /// object larger than the bound goes alone in its page.
-@Suite("Page size in bytes", .timeLimit(.minutes(8)))
+@Suite("Page size in bytes", .timeLimit(.minutes(30)))
 struct PageSizeTests {
     static let pageBytes = 64 << 10
 

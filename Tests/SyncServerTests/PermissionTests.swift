@@ -6,7 +6,7 @@ import SyncTesting
 import Testing
 
 /// The permission matrix with a small rule set (see `TestRules`).
-@Suite("Permissions", .timeLimit(.minutes(8)))
+@Suite("Permissions", .timeLimit(.minutes(30)))
 struct PermissionTests {
     @Test("who may subscribe and upload where")
     func matrix() async throws {

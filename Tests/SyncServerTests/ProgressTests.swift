@@ -7,7 +7,7 @@ import Testing
 
 /// Snapshot progress (an addition to the contract): a subscription that asks for it learns from
 /// its first page how many objects the whole catch-up holds.
-@Suite("Snapshot progress", .timeLimit(.minutes(5)))
+@Suite("Snapshot progress", .timeLimit(.minutes(30)))
 struct ProgressTests {
     /// The batches of a subscription, from the first to the up-to-date one.
     static func batches(_ client: TestSyncClient, _ partition: Partition, cursor: Cursor?, progress: Bool) async throws -> [ChangeBatch] {

@@ -7,7 +7,7 @@ import SyncTesting
 import Testing
 
 /// The WebSocket protocol end to end: real server on loopback, real PostgreSQL, real client.
-@Suite("WebSocket protocol", .timeLimit(.minutes(8)))
+@Suite("WebSocket protocol", .timeLimit(.minutes(30)))
 struct ProtocolTests {
     @Test("ready, subscribe, snapshot, upload with ack, live change, pong")
     func basics() async throws {

@@ -8,7 +8,7 @@ import Testing
 
 /// A slow client in the middle of a snapshot while tombstones and request outcomes are pruned:
 /// it ends with a reset or an exact copy, never a silently wrong one.
-@Suite("Pruning under a slow snapshot", .timeLimit(.minutes(5)))
+@Suite("Pruning under a slow snapshot", .timeLimit(.minutes(30)))
 struct PruningRaceTests {
     /// One page of at most `limit` objects over HTTP, as a client without a WebSocket pulls.
     static func page(_ server: TestServer, _ partition: Partition, after cursor: Cursor?, limit: Int, token: String) async throws -> ChangeBatch {

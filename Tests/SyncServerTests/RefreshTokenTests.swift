@@ -6,7 +6,7 @@ import SyncTesting
 import Testing
 
 /// Refresh-token rotation under concurrency: reuse detection must be atomic with rotation.
-@Suite("Refresh tokens", .timeLimit(.minutes(8)))
+@Suite("Refresh tokens", .timeLimit(.minutes(30)))
 struct RefreshTokenTests {
     /// Presents `token` twice at once, `pairs` times over, and checks every outcome is one
     /// the rules allow: both answered (grace), or the family revoked with no token left usable.

@@ -8,7 +8,7 @@ import SyncStorage
 import SyncTesting
 import Testing
 
-@Suite("Resilience", .timeLimit(.minutes(8)))
+@Suite("Resilience", .timeLimit(.minutes(30)))
 struct ResilienceTests {
     @Test("a lost LISTEN connection is re-established and subscriptions catch up on what was committed meanwhile")
     func listenerReconnect() async throws {

@@ -19,7 +19,7 @@ import Testing
 /// subscriber that missed a commit keeps an older state of an object someone else saw
 /// change), the same (object, version) must never arrive with two bodies, a subscriber's
 /// versions of a partition never go backwards, and at the end every copy equals the database.
-@Suite("Server oracle", .timeLimit(.minutes(10)))
+@Suite("Server oracle", .timeLimit(.minutes(30)))
 struct ServerOracleTests {
     static let rooms = (0..<3).map { partition("room=r\($0)") }
     static let mirror = partition("mirror=all")

@@ -6,7 +6,7 @@ import SyncTesting
 import Testing
 
 /// One user's open sessions on an instance are bounded.
-@Suite("Session limits", .timeLimit(.minutes(8)))
+@Suite("Session limits", .timeLimit(.minutes(30)))
 struct SessionLimitTests {
     @Test("a user may open exactly the allowed sessions; one more is refused at the upgrade, or after auth with 4003")
     func sessionsPerUser() async throws {

@@ -6,7 +6,7 @@ import SyncTesting
 import Testing
 
 /// What a closed session leaves behind in the server's memory.
-@Suite("Session memory", .timeLimit(.minutes(8)))
+@Suite("Session memory", .timeLimit(.minutes(30)))
 struct SessionMemoryTests {
     @Test("a closed WebSocket session frees its request context (HummingbirdWebSocket's handler box and the context hold each other)")
     func requestContextFreed() async throws {

@@ -5,7 +5,7 @@ import SyncTesting
 import Testing
 
 /// How `psync serve` starts, and fails to.
-@Suite("Server start", .timeLimit(.minutes(15)))
+@Suite("Server start", .timeLimit(.minutes(30)))
 struct StartupTests {
     @Test("a second server on a port in use exits non-zero, and its first line says the port is in use")
     func portInUse() async throws {

@@ -16,7 +16,7 @@ import Testing
 
 /// Every upload gets exactly one answer carrying its request id, and a message as large as the
 /// documented limit arrives in one frame, as browsers send it.
-@Suite("Upload answers", .timeLimit(.minutes(8)))
+@Suite("Upload answers", .timeLimit(.minutes(30)))
 struct UploadAnswerTests {
     /// Malformed operations of the fault-tolerance review, each in an otherwise sound upload.
     static let malformed: [(String, String)] = [

@@ -8,7 +8,7 @@ import Testing
 
 /// The blob collector against writes that reference blobs: a blob nothing references goes,
 /// one referenced never does, also when both happen at once.
-@Suite("Blob collection", .timeLimit(.minutes(8)))
+@Suite("Blob collection", .timeLimit(.minutes(30)))
 struct BlobCollectionTests {
     static func blobs(_ db: TestDatabase, chunkSize: Int = 1_000) -> BlobStore {
         BlobStore(client: db.client, content: PostgresBlobContent(client: db.client, chunkSize: chunkSize, logger: db.logger), logger: db.logger)

@@ -4,7 +4,7 @@ import SyncProtocol
 import SyncTesting
 import Testing
 
-@Suite("Body searches in memory", .timeLimit(.minutes(8)))
+@Suite("Body searches in memory", .timeLimit(.minutes(30)))
 struct BodyPredicateTests {
     /// Bodies and searches whose in-memory answer must equal PostgreSQL's.
     static let bodies: [[String: JSONValue]] = [

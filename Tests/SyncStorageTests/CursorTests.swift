@@ -5,7 +5,7 @@ import SyncStorage
 import SyncTesting
 import Testing
 
-@Suite("Snapshots and cursors", .timeLimit(.minutes(8)))
+@Suite("Snapshots and cursors", .timeLimit(.minutes(30)))
 struct CursorTests {
     let room = partition("conversation=c-1")
 

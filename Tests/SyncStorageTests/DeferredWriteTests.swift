@@ -4,7 +4,7 @@ import SyncStorage
 import SyncTesting
 import Testing
 
-@Suite("Deferred writes", .timeLimit(.minutes(8)))
+@Suite("Deferred writes", .timeLimit(.minutes(30)))
 struct DeferredWriteTests {
     static let countQuery: PostgresQuery = "SELECT (body->>'count')::bigint FROM psync_objects WHERE collection = 'Counter' AND id = 'k'"
 

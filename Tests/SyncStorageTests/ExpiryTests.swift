@@ -6,7 +6,7 @@ import SyncTesting
 import Testing
 
 /// Objects with `@expiresAt` are deleted when their time has come, as a client's delete.
-@Suite("Expiry", .timeLimit(.minutes(8)))
+@Suite("Expiry", .timeLimit(.minutes(30)))
 struct ExpiryTests {
     static func at(_ offset: TimeInterval) -> JSONValue { .string(ObjectExpiry.string(Date(timeIntervalSinceNow: offset))) }
 

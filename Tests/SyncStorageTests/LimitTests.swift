@@ -4,7 +4,7 @@ import SyncTesting
 import Testing
 
 /// Bad input through the storage engine: each gets its typed error and nothing is written.
-@Suite("Limits and bad input", .timeLimit(.minutes(8)))
+@Suite("Limits and bad input", .timeLimit(.minutes(30)))
 struct LimitTests {
     let room = partition("conversation=c-1")
 

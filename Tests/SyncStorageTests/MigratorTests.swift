@@ -3,7 +3,7 @@ import SyncStorage
 import SyncTesting
 import Testing
 
-@Suite("Migrator", .timeLimit(.minutes(8)))
+@Suite("Migrator", .timeLimit(.minutes(30)))
 struct MigratorTests {
     let migrations = [
         Migration(version: 1, name: "first", sql: "CREATE TABLE t1 (id int PRIMARY KEY); INSERT INTO t1 VALUES (1);"),

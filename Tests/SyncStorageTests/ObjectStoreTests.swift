@@ -3,7 +3,7 @@ import SyncStorage
 import SyncTesting
 import Testing
 
-@Suite("Object store basics", .timeLimit(.minutes(8)))
+@Suite("Object store basics", .timeLimit(.minutes(30)))
 struct ObjectStoreTests {
     @Test("a put is read back in the partition's snapshot")
     func putAndRead() async throws {

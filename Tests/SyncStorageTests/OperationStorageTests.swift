@@ -4,7 +4,7 @@ import SyncTesting
 import Testing
 
 /// Every operation and path form applied through the storage engine, asserting what is stored.
-@Suite("Operations stored in PostgreSQL", .timeLimit(.minutes(8)))
+@Suite("Operations stored in PostgreSQL", .timeLimit(.minutes(30)))
 struct OperationStorageTests {
     let user = partition("user=u1")
     let record = key("User", "u1")

@@ -4,7 +4,7 @@ import SyncStorage
 import SyncTesting
 import Testing
 
-@Suite("Page reads", .timeLimit(.minutes(8)))
+@Suite("Page reads", .timeLimit(.minutes(30)))
 struct PagePlanTests {
     /// The shared buffers `sql` touches when run a second time on one connection (the first
     /// run loads the catalog), from `EXPLAIN (ANALYZE, BUFFERS)`.

@@ -10,7 +10,7 @@ import Testing
 /// it wrote), which gives the state of each partition at every version. Each time a reader
 /// is up to date at version v, its copy must equal that state at v: a reader that skipped a
 /// commit, or saw one out of order, would differ.
-@Suite("Randomized concurrency", .timeLimit(.minutes(8)))
+@Suite("Randomized concurrency", .timeLimit(.minutes(30)))
 struct RandomizedConcurrencyTests {
     struct Committed: Sendable {
         var version: Int64

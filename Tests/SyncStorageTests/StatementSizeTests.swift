@@ -9,7 +9,7 @@ import Testing
 /// that carried a larger one is closed: postgres-nio keeps each connection's send buffer at the
 /// largest size it ever had (a trigger that rewrote a thousand 80 kB records left a 256 MiB
 /// buffer behind, for as long as the connection lived).
-@Suite("Statement size", .timeLimit(.minutes(8)))
+@Suite("Statement size", .timeLimit(.minutes(30)))
 struct StatementSizeTests {
     /// A write statement of `objects` objects and as many events, each body `size` bytes, with
     /// an outcome, a stamp and a clock.

@@ -5,7 +5,7 @@ import SyncTesting
 import Testing
 
 /// Atomicity, idempotency and concurrency of uploads.
-@Suite("Upload guarantees", .timeLimit(.minutes(8)))
+@Suite("Upload guarantees", .timeLimit(.minutes(30)))
 struct UploadGuaranteeTests {
     let room = partition("conversation=c-1")
 

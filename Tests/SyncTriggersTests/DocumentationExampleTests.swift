@@ -38,7 +38,7 @@ let roomActivity = Trigger(
     }
 }
 
-@Suite("Documentation example", .timeLimit(.minutes(8)))
+@Suite("Documentation example", .timeLimit(.minutes(30)))
 struct DocumentationExampleTests {
 @Test func countsMessages() async throws {
     try await TestDatabase.with { db in

@@ -6,7 +6,7 @@ import SyncTesting
 import SyncTriggers
 import Testing
 
-@Suite("Change events", .timeLimit(.minutes(8)))
+@Suite("Change events", .timeLimit(.minutes(30)))
 struct EventLogTests {
     @Test("an event holds the operation, documents before and after, changed and removed fields, author")
     func eventContents() async throws {
@@ -139,7 +139,7 @@ struct EventLogTests {
     }
 }
 
-@Suite("Event retention", .timeLimit(.minutes(8)))
+@Suite("Event retention", .timeLimit(.minutes(30)))
 struct EventRetentionTests {
     @Test("events are pruned once every trigger has passed them, except those of open dead letters")
     func pruning() async throws {

@@ -20,7 +20,7 @@ final class Calls: Sendable {
     var total: Int { count.withLock { $0 } }
 }
 
-@Suite("Triggers", .timeLimit(.minutes(8)))
+@Suite("Triggers", .timeLimit(.minutes(30)))
 struct TriggerTests {
     let room = partition("room=r1")
     let tally = partition("tally=all")

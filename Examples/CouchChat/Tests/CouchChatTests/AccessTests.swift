@@ -6,7 +6,7 @@ import Testing
 
 /// Access derived from documents, as the sync function's `access()` grants it: a user reads
 /// and writes `room=R` exactly while room R's document lists them.
-@Suite("CouchChat access", .timeLimit(.minutes(5)))
+@Suite("CouchChat access", .timeLimit(.minutes(30)))
 struct AccessTests {
     @Test("outsiders neither read nor write a room; members do; every user reads every profile; a room list is its user's alone")
     func access() async throws {

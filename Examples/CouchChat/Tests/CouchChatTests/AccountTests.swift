@@ -6,7 +6,7 @@ import Testing
 
 /// Accounts: a profile and a room list made at registration; a deleted account leaves
 /// everything it was in.
-@Suite("CouchChat accounts", .timeLimit(.minutes(5)))
+@Suite("CouchChat accounts", .timeLimit(.minutes(30)))
 struct AccountTests {
     @Test("a deleted account loses its profile and list, and leaves its rooms: one it owned alone passes to a member or goes")
     func deletion() async throws {

@@ -7,7 +7,7 @@ import Testing
 
 /// CouchChat's client on the SDK against a real server: rooms, invitations, and a picture sent
 /// as a blob that the other member fetches.
-@Suite("CouchChat client", .timeLimit(.minutes(5)))
+@Suite("CouchChat client", .timeLimit(.minutes(30)))
 struct ClientTests {
     @Test("Ann invites Bob with the client and sends a picture; Bob's client lists the room and fetches the picture")
     func picture() async throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// The friend bot: owners list invitees in `pendingMembers`; the bot moves each into
 /// `members` when the invitee's profile accepts that owner, and records why not otherwise.
-@Suite("CouchChat friend bot", .timeLimit(.minutes(5)))
+@Suite("CouchChat friend bot", .timeLimit(.minutes(30)))
 struct FriendBotTests {
     @Test("invitations are carried out by the invitees' consent, and declined with the reason otherwise")
     func consent() async throws {

@@ -5,7 +5,7 @@ import SyncTesting
 import Testing
 
 /// The sync function's routing: which documents go into which partition.
-@Suite("CouchChat routing", .timeLimit(.minutes(5)))
+@Suite("CouchChat routing", .timeLimit(.minutes(30)))
 struct RoutingTests {
     @Test("each partition holds its own kinds of document, each of its type and model, in its own room")
     func routing() async throws {

@@ -5,7 +5,7 @@ import SyncTesting
 import Testing
 
 /// CouchChat as its users live it, over real WebSockets.
-@Suite("CouchChat story", .timeLimit(.minutes(5)))
+@Suite("CouchChat story", .timeLimit(.minutes(30)))
 struct StoryTests {
     @Test("Ann opens a room and invites Bob; Bob finds it in his room list; they chat live; Ann removes Bob")
     func story() async throws {

@@ -7,7 +7,7 @@ import Testing
 /// The `couchchat` terminal client as a person runs it, each command a process of its own
 /// (issue 34, finding 4): it reports every refusal with its code and exits non-zero, takes a
 /// room's title where it takes its id, and says so when a room is unknown.
-@Suite("couchchat, the terminal client", .timeLimit(.minutes(5)))
+@Suite("couchchat, the terminal client", .timeLimit(.minutes(30)))
 struct TerminalTests {
     /// Runs `couchchat` with a home of its own; its exit status and everything it printed.
     static func couchchat(_ arguments: [String], server: String, home: String) async throws -> (status: Int32, output: String) {

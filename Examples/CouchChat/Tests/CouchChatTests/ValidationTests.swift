@@ -6,7 +6,7 @@ import Testing
 
 /// The sync function's three validation rules (seed: "Data Routing, Validation, and Access
 /// Control"), each refused with `validation_failed` and nothing written.
-@Suite("CouchChat validation", .timeLimit(.minutes(5)))
+@Suite("CouchChat validation", .timeLimit(.minutes(30)))
 struct ValidationTests {
     @Test("a chat's author is its writer: nobody signs as someone else, or edits another's chat")
     func chatAuthor() async throws {

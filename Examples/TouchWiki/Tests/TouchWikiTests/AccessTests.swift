@@ -5,7 +5,7 @@ import Testing
 import TouchWiki
 
 /// Who reads and writes a wiki: its owner and members, exactly while the wiki lists them.
-@Suite("TouchWiki access", .timeLimit(.minutes(5)))
+@Suite("TouchWiki access", .timeLimit(.minutes(30)))
 struct AccessTests {
     @Test("outsiders neither read nor write a wiki; members read and write its pages but change neither its members nor its existence")
     func access() async throws {

@@ -6,7 +6,7 @@ import TouchWiki
 
 /// Wiki lists and accounts: whatever order members are added and accounts made, each user's
 /// list ends equal to the wikis that admit them.
-@Suite("TouchWiki accounts and lists", .timeLimit(.minutes(5)))
+@Suite("TouchWiki accounts and lists", .timeLimit(.minutes(30)))
 struct AccountTests {
     @Test("someone added before they sign up finds the wiki in their list; a deleted wiki leaves every list and takes its pages")
     func lists() async throws {

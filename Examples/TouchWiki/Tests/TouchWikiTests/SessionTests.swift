@@ -7,7 +7,7 @@ import TouchWikiClient
 
 /// TouchWiki's client on the SDK against a real server: drafts that stay on their device
 /// until published, a page watched live, and access that ends.
-@Suite("TouchWiki client", .timeLimit(.minutes(5)))
+@Suite("TouchWiki client", .timeLimit(.minutes(30)))
 struct SessionTests {
     @Test("Bob's draft stays on his device (also across a restart of his client) until he publishes it; Ann's watch then shows it; removed, Bob's watch ends")
     func drafts() async throws {

@@ -8,7 +8,7 @@ import TouchWiki
 /// real server over WebSockets: the owner makes a wiki and adds a member; the member edits a
 /// page as a draft that the owner does not see, then publishes it, and the owner, watching,
 /// sees it; the owner removes the member, whose watch ends.
-@Suite("TouchWiki story", .timeLimit(.minutes(5)))
+@Suite("TouchWiki story", .timeLimit(.minutes(30)))
 struct StoryTests {
     @Test("owner and member, with the terminal client")
     func story() async throws {

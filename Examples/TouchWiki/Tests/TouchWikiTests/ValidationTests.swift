@@ -5,7 +5,7 @@ import Testing
 import TouchWiki
 
 /// What may be written: the seed's document shapes, and the server's timestamps.
-@Suite("TouchWiki validation", .timeLimit(.minutes(5)))
+@Suite("TouchWiki validation", .timeLimit(.minutes(30)))
 struct ValidationTests {
     @Test("a new wiki names its writer as owner and lives in its own partition; a page's id, wiki_id and partition agree, in a wiki that exists")
     func shapes() async throws {
