@@ -14,6 +14,7 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the sync server (HTTP and WebSocket on one port).")
 
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var identity: IdentityOptions
 
     @Option(help: "Address to listen on (env PSYNC_HOST).")
     var host: String = ProcessInfo.processInfo.environment["PSYNC_HOST"] ?? "127.0.0.1"
@@ -180,6 +181,7 @@ struct Serve: AsyncParsableCommand {
         configuration.auth.failureWindow = .seconds(failureWindow)
         if let passwordHashConcurrency { configuration.auth.passwordHashConcurrency = passwordHashConcurrency }
         configuration.auth.passwordHashQueue = passwordHashQueue
+        try identity.apply(to: &configuration.auth, logger: logger)
         configuration.metricsPublic = metricsPublic
         configuration.sessions.idleTimeout = .seconds(idleTimeout)
         configuration.triggers.leaseDuration = .seconds(triggerLease)

@@ -14,9 +14,11 @@ public enum RChatTriggers {
 
     /// A new account gets its User record and its Chatster, On-Line if the user has a session
     /// open already: ``presence`` may have handled that session's event before the record
-    /// existed, and passed it over.
-    public static let userRegistered = Trigger(name: "rchat.user-registered", kinds: [.user], operations: [.registered]) { event, context in
-        guard let userID = event.userID, let email = event.after?["email"]?.stringValue else { return }
+    /// existed, and passed it over. The user name is the account's email, so the records are
+    /// made once it is verified: at registration when the server does not verify emails, or
+    /// when the owner enters the code (docs/SECURITY.md, "Identity").
+    public static let userRegistered = Trigger(name: "rchat.user-registered", kinds: [.user], operations: [.registered, .verified]) { event, context in
+        guard let userID = event.userID, let email = event.verifiedEmail else { return }
         // Under the user's presence lock: a session opening after this read commits after this
         // transaction, so its event finds the record.
         let online = try await context.openSessions(of: userID) > 0

@@ -23,6 +23,33 @@ extension SyncClient {
         try await signIn(path: "/v1/auth/login", email: email, password: password)
     }
 
+    /// Whether the signed-in account's email is verified (docs/SECURITY.md, "Identity"): until
+    /// it is, no rule or invitation that names the email reaches this user.
+    public func emailVerified() async throws -> Bool {
+        guard let token = try await freshAccessToken() else { throw SyncError(.unauthenticated, "not signed in") }
+        let (status, json) = try await get("/v1/auth/me", token: token)
+        guard (200..<300).contains(status), let verified = json?["emailVerified"] else { throw Self.error(from: json, status: status) }
+        return verified == .bool(true)
+    }
+
+    /// Asks the server to mail a new verification code to the account's email (the one sent at
+    /// registration is replaced); `false` when the email is verified already.
+    @discardableResult
+    public func sendVerificationCode() async throws -> Bool {
+        guard let token = try await freshAccessToken() else { throw SyncError(.unauthenticated, "not signed in") }
+        let (status, json) = try await post("/v1/auth/email/code", [:], token: token)
+        guard (200..<300).contains(status) else { throw Self.error(from: json, status: status) }
+        return json?["sent"] == .bool(true)
+    }
+
+    /// Verifies the account's email with the code mailed to it (`K7QM-4XPA`, in any case, with
+    /// or without the dash); `invalid_code` when it is not the live one.
+    public func verifyEmail(code: String) async throws {
+        guard let token = try await freshAccessToken() else { throw SyncError(.unauthenticated, "not signed in") }
+        let (status, json) = try await post("/v1/auth/email/verify", ["code": .string(code)], token: token)
+        guard (200..<300).contains(status) else { throw Self.error(from: json, status: status) }
+    }
+
     /// Signs out: revokes the refresh token and forgets the credentials (the store keeps the data).
     public func logout() async throws {
         if let refresh = try store.setting("refreshToken") {
@@ -77,11 +104,21 @@ extension SyncClient {
     }
 
     func post(_ path: String, _ body: JSONValue, token: String?) async throws -> (Int, JSONValue?) {
+        try await send(path, method: "POST", body: body, token: token)
+    }
+
+    func get(_ path: String, token: String?) async throws -> (Int, JSONValue?) {
+        try await send(path, method: "GET", body: nil, token: token)
+    }
+
+    private func send(_ path: String, method: String, body: JSONValue?, token: String?) async throws -> (Int, JSONValue?) {
         var request = URLRequest(url: configuration.serverURL.appendingPathComponent(path))
-        request.httpMethod = "POST"
-        request.httpBody = Data(body.jsonBytes)
+        request.httpMethod = method
+        if let body {
+            request.httpBody = Data(body.jsonBytes)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
         request.timeoutInterval = 30
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         let (data, response) = try await URLSession.shared.data(for: request)
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0

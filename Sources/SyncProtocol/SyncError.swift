@@ -67,6 +67,10 @@ public struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let digestMismatch = Code("digest_mismatch")
         /// The blob would take the uploader over their storage quota.
         public static let quotaExceeded = Code("quota_exceeded")
+        /// An email verification code that is not the account's live one (wrong, expired,
+        /// replaced by a newer one, or spent by too many wrong guesses).
+        /// `details.attemptsLeft` says how many more guesses the live code takes.
+        public static let invalidCode = Code("invalid_code")
     }
 
     public var code: Code

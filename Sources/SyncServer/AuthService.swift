@@ -17,12 +17,16 @@ package final class AuthService: Sendable {
         package var refreshToken: String
         /// Seconds until the access token expires.
         package var expiresIn: Int
+        /// Whether the account's email is verified; only a registration says.
+        package var emailVerified: Bool?
 
         package var json: JSONValue {
-            [
+            var fields: [String: JSONValue] = [
                 "userId": .string(userID), "accessToken": .string(accessToken), "refreshToken": .string(refreshToken),
                 "expiresIn": .int(Int64(expiresIn)),
             ]
+            if let emailVerified { fields["emailVerified"] = .bool(emailVerified) }
+            return .object(fields)
         }
     }
 
@@ -34,6 +38,8 @@ package final class AuthService: Sendable {
     let logger: Logger
     /// This instance's copy of the revoked credentials.
     let revocations: RevocationList
+    /// The OpenID Connect providers whose tokens are accepted, by issuer.
+    let identityProviders: [String: IdentityProvider]
     var client: PostgresClient { store.client }
 
     package convenience init(store: ObjectStore, configuration: AuthConfiguration, issuer: TokenIssuer, logger: Logger) {
@@ -49,13 +55,18 @@ package final class AuthService: Sendable {
             queueLimit: configuration.passwordHashQueue)
         self.revocations = revocations
         self.logger = logger
+        self.identityProviders = Dictionary(
+            configuration.identityProviders.map { ($0.issuer, IdentityProvider(configuration: $0, logger: logger)) },
+            uniquingKeysWith: { first, _ in first })
     }
 
     // MARK: Accounts
 
     /// Creates an account; `email_taken` when the email (case-insensitively) has one, and
     /// `rate_limited` after too many registrations from the client's address. The `user
-    /// registered` event commits with the account, for the application's triggers.
+    /// registered` event commits with the account, for the application's triggers. When email
+    /// verification is required, the email is unverified until its code is entered, and the
+    /// first code is mailed now (a mail that fails is logged; the user asks for another).
     package func register(email: String, password: String, address: String) async throws -> Tokens {
         let email = email.trimmingCharacters(in: .whitespaces)
         try Self.checkEmail(email)
@@ -63,10 +74,22 @@ package final class AuthService: Sendable {
         try await countRegistration(address: address)
         let hash = try await hasher.hash(password)
         let userID = UUID().uuidString.lowercased()
-        let created = try await AccountStore(store: store).create(userID: userID, email: email, passwordHash: hash)
+        let required = configuration.emailVerification.required
+        let created = try await AccountStore(store: store).create(
+            userID: userID, email: email, passwordHash: hash, verified: !required,
+            unverifiedHold: required ? configuration.emailVerification.codeLifetime : nil, revocationLifetime: revocationLifetime)
         guard created else { throw SyncError(.emailTaken, "an account with this email exists") }
         logger.info("user registered", metadata: ["userId": "\(userID)"])
-        return try await issueTokens(userID: userID, family: UUID())
+        var tokens = try await issueTokens(userID: userID, family: UUID())
+        tokens.emailVerified = !required
+        if required {
+            do {
+                try await sendVerificationCode(userID: userID)
+            } catch {
+                logger.warning("no verification code was sent at registration", metadata: ["userId": "\(userID)", "error": "\(error)"])
+            }
+        }
+        return tokens
     }
 
     /// Checks credentials; `invalid_credentials` for a wrong email or password, `rate_limited`
@@ -110,14 +133,24 @@ package final class AuthService: Sendable {
 
     // MARK: Bearer credentials
 
-    /// What an `Authorization: Bearer` credential grants: an access token, or an API key
-    /// (`psk_…`, which does not expire). A revoked one (a deleted user, a logged-out login, a
+    /// What an `Authorization: Bearer` credential grants: an access token of this server or
+    /// of a configured identity provider (whose subject's account is made on first sight), or
+    /// an API key (`psk_…`, which does not expire). A revoked one (a deleted user, a logged-out login, a
     /// revoked key) is `unauthenticated`.
     package func authenticate(bearer credential: String) async throws -> Credential {
         let granted: Credential
         if credential.hasPrefix(APIKeys.prefix) {
             let name = try await APIKeys(client: client, logger: logger).verify(credential)
             granted = Credential(principal: .service(name), expires: nil, revokedBy: [.key(digest: SecretHash.digest(credential))])
+        } else if let claimed = IdentityProvider.claimedIssuer(of: credential) {
+            // RS256 and ES256 are only ever a provider's: the server signs its own with HS256.
+            guard let provider = identityProviders[claimed] else {
+                throw SyncError(.unauthenticated, "the access token is from an issuer this server does not trust")
+            }
+            let identity = try await provider.verify(credential)
+            let userID = try await AccountStore(store: store).externalAccount(
+                issuer: claimed, subject: identity.subject, verifiedEmail: identity.verifiedEmail, revocationLifetime: revocationLifetime)
+            granted = Credential(principal: .user(userID), expires: identity.expires, revokedBy: [.user(userID)])
         } else {
             let (userID, expires, session) = try await issuer.verify(credential)
             var revokedBy: [Revocation] = [.user(userID)]
@@ -138,7 +171,9 @@ package final class AuthService: Sendable {
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
             email.utf8.count <= 254,
-            !email.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
+            !email.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control }),
+            // Nothing that could end an SMTP path (`<…>`) or start a comment or list in a header.
+            !email.contains(where: { "<>()[],;:\\\"".contains($0) })
         else {
             throw SyncError(.badRequest, "an email address is name@domain")
         }

@@ -52,6 +52,19 @@ struct HTTPRoutes: Sendable {
             try await self.auth.deleteAccount(userID: userID)
             return Response(status: .noContent)
         }
+        authGroup.get("me") { request, _ in
+            Response.json(try await self.auth.account(of: try await self.signedInUser(request)).json)
+        }
+        authGroup.post("email/code") { request, _ in
+            let sent = try await self.auth.sendVerificationCode(userID: try await self.signedInUser(request))
+            return Response.json(["sent": .bool(sent), "emailVerified": .bool(!sent)], status: sent ? .accepted : .ok)
+        }
+        authGroup.post("email/verify") { request, _ in
+            let userID = try await self.signedInUser(request)
+            let body = try await request.jsonBody(limit: 4 << 10, maximumDepth: 2)
+            guard let code = body["code"]?.stringValue else { throw SyncError(.badRequest, "the body needs a string 'code'") }
+            return Response.json(try await self.auth.verifyEmail(userID: userID, code: code).json)
+        }
         authGroup.post("logout") { request, _ in
             try await self.auth.logout(try await self.refreshToken(request))
             return Response(status: .noContent)
@@ -146,6 +159,14 @@ struct HTTPRoutes: Sendable {
 
     private func authenticate(_ request: Request) async throws -> Principal {
         try await auth.principal(of: request)
+    }
+
+    /// The user a request is signed in as; `permission_denied` for a service.
+    private func signedInUser(_ request: Request) async throws -> String {
+        guard case .user(let userID) = try await authenticate(request) else {
+            throw SyncError(.permissionDenied, "only a user has an account")
+        }
+        return userID
     }
 
 

@@ -110,6 +110,11 @@ package struct AuthConfiguration: Sendable {
     package var passwordHashConcurrency: Int = System.coreCount
     /// Registrations and logins that may wait for bcrypt; more are answered `rate_limited`. Default 64.
     package var passwordHashQueue: Int = 64
+    /// Whether and how accounts verify their email (docs/SECURITY.md, "Identity").
+    package var emailVerification: EmailVerificationConfiguration = .init()
+    /// OpenID Connect providers whose access tokens the server accepts beside its own
+    /// (docs/SECURITY.md, "Identity providers"). Default none.
+    package var identityProviders: [IdentityProviderConfiguration] = []
 
     package init(jwtSecret: String?) {
         self.jwtSecret = jwtSecret

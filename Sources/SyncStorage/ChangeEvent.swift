@@ -9,7 +9,7 @@ public struct ChangeEvent: Sendable, Hashable {
     public enum Kind: String, Sendable, Hashable {
         /// An object of a partition.
         case object
-        /// A user account: `registered`, `deleted`.
+        /// A user account: `registered`, `verified`, `deleted`.
         case user
         /// A user's presence: `opened` (first session), `closed` (last session).
         case session
@@ -31,6 +31,9 @@ public struct ChangeEvent: Sendable, Hashable {
         public static let delete = Operation(rawValue: "delete")
         /// A user registered.
         public static let registered = Operation(rawValue: "registered")
+        /// A user proved that they receive mail at their account's email (docs/SECURITY.md,
+        /// "Identity"); the details name the email.
+        public static let verified = Operation(rawValue: "verified")
         /// A user account was deleted.
         public static let deleted = Operation(rawValue: "deleted")
         /// A user's first session opened.
@@ -89,6 +92,15 @@ public struct ChangeEvent: Sendable, Hashable {
 
     /// The collection of an object event.
     public var collection: String? { key?.collection }
+
+    /// The email of a user event's account if it is verified, the only one an application
+    /// may bind access to (docs/SECURITY.md, "Identity"): an account `registered` with a
+    /// verified email (email verification off, or an identity provider vouched for it), one
+    /// that `verified` its email, or one `deleted` after verifying it. `nil` otherwise.
+    public var verifiedEmail: String? {
+        guard kind == .user, after?["emailVerified"] != .bool(false) else { return nil }
+        return after?["email"]?.stringValue
+    }
 }
 
 /// An event recorded in a write transaction, numbered after commit.

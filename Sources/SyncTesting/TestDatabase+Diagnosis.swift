@@ -38,3 +38,12 @@ extension TestDatabase {
         throw SyncError(.internal, "no row: \(sql)")
     }
 }
+
+extension TestDatabase {
+    /// The `text` of each row a query of the test's own answers, in order.
+    package func rows(_ sql: String) async throws -> [String] {
+        var values: [String] = []
+        for try await value in try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(String.self) { values.append(value) }
+        return values
+    }
+}

@@ -59,6 +59,40 @@ public struct TestServer: Sendable {
         try await with(database: database.url, application: application, body)
     }
 
+    /// Runs `body` with a server of `application` that requires email verification and mails
+    /// its codes to `sink` (docs/SECURITY.md, "Identity"): a registered email binds to nothing
+    /// until ``verifyEmail(token:sink:)``.
+    public static func with<Result: Sendable>(
+        database: TestDatabase, application: SyncApplication, verifyingEmailsAt sink: SMTPSink,
+        _ body: @Sendable (TestServer) async throws -> Result
+    ) async throws -> Result {
+        try await with(database: database.url, application: application, configure: { configuration in
+            configuration.auth.emailVerification.required = true
+            configuration.auth.emailVerification.mailer = SMTPMailer(
+                settings: SMTPMailer.Settings(url: sink.url, sender: "no-reply@psync.test", helloName: "psync.test")!,
+                logger: TestPostgres.makeLogger("psync.test.mail"))
+        }, body)
+    }
+
+    /// Enters the code last mailed to the account of `token` (its email's newest mail at `sink`).
+    public func verifyEmail(token: String, sink: SMTPSink) async throws {
+        guard let email = try await http.get("/v1/auth/me", token: token).json?["email"]?.stringValue else {
+            throw TestTimeout(what: "the account's email")
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            if let mail = try sink.mails().last(where: { $0.to.contains(email) }),
+                let code = mail.body.split(whereSeparator: { $0 == " " || $0 == "." || $0.isNewline }).first(where: { $0.count == 9 && $0.dropFirst(4).first == "-" })
+            {
+                let response = try await http.post("/v1/auth/email/verify", ["code": .string(String(code))], token: token)
+                guard response.status == 200 else { throw UnexpectedResponse(response: response) }
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestTimeout(what: "a verification mail to \(email)")
+    }
+
     /// Runs `body` with a server on `database` with these permissions and no triggers.
     package static func with<Result: Sendable>(
         database: DatabaseURL,

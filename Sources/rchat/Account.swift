@@ -21,7 +21,34 @@ struct Register: AsyncParsableCommand {
     @OptionGroup var credentials: Credentials
 
     func run() async throws {
-        try await credentials.signIn(options, done: "Registered") { try await $0.register(email: $1, password: $2) }
+        try await credentials.signIn(options, done: "Registered") { client, email, password in
+            let id = try await client.register(email: email, password: password)
+            if try await !client.emailVerified() {
+                print("A code was mailed to \(email): enter it with `rchat verify CODE` (until then nobody can find you).")
+            }
+            return id
+        }
+    }
+}
+
+struct Verify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Verify your email with the code mailed to it; `--resend` mails a new code instead.")
+    @OptionGroup var options: Options
+    @Argument(help: "The code, like K7QM-4XPA.") var code: String?
+    @Flag(help: "Mail a new code.") var resend = false
+
+    func run() async throws {
+        let session = try Session.start(options)
+        if resend {
+            print(try await session.client.sendVerificationCode() ? "A new code is on its way." : "Your email is verified already.")
+        } else if let code {
+            try await session.client.verifyEmail(code: code)
+            print("Your email is verified.")
+        } else {
+            throw ValidationError("give the code, or --resend")
+        }
+        await session.finish()
     }
 }
 

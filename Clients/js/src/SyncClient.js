@@ -318,6 +318,38 @@ export class SyncClient {
         await this.store.setMeta({ credentials: this.credentials });
     }
 
+    /**
+     * Whether the account's email is verified: until it is, no rule or invitation that names
+     * the email reaches this user (docs/SECURITY.md, "Identity").
+     * @returns {Promise<boolean>}
+     */
+    async emailVerified() {
+        return (await this.http.account(await this.#signedInToken())).emailVerified === true;
+    }
+
+    /**
+     * Mails a new verification code, replacing the last; `false` when the email is verified.
+     * @returns {Promise<boolean>}
+     */
+    async sendVerificationCode() {
+        return this.http.sendVerificationCode(await this.#signedInToken());
+    }
+
+    /**
+     * Verifies the account's email with the code mailed to it (`K7QM-4XPA`, any case).
+     * @param {string} code
+     */
+    async verifyEmail(code) {
+        await this.http.verifyEmail(await this.#signedInToken(), code);
+    }
+
+    /** An access token, or the error that there is none now. */
+    async #signedInToken() {
+        const token = await this.#freshToken(false, null);
+        if (!('token' in token)) throw new SyncError('signedOut' in token ? 'unauthenticated' : 'unavailable', 'not signed in now');
+        return token.token;
+    }
+
     /** Signs out: revokes the login on the server and forgets the credentials (the data stays). */
     async logout() {
         const refresh = this.credentials?.refreshToken;

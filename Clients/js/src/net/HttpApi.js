@@ -40,12 +40,14 @@ export class HttpApi {
     /**
      * @param {string} path
      * @param {object} body
+     * @param {string} [token] a bearer credential
      * @returns {Promise<{status: number, json: any}>}
      */
-    async #post(path, body) {
-        const response = await this.#request(path, {
-            method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
-        });
+    async #post(path, body, token) {
+        /** @type {Record<string, string>} */
+        const headers = { 'Content-Type': 'application/json' };
+        if (token) headers.Authorization = `Bearer ${token}`;
+        const response = await this.#request(path, { method: 'POST', headers, body: JSON.stringify(body) });
         const text = await response.text().catch(() => '');
         let json = null;
         try { json = text ? JSON.parse(text) : null; } catch { json = null; }
@@ -77,6 +79,40 @@ export class HttpApi {
         if (status === 401) throw new SyncError('unauthenticated', 'the refresh token was refused');
         if (status < 200 || status >= 300) throw SyncError.fromBody(json, status);
         return json;
+    }
+
+    /**
+     * The signed-in account (docs/SECURITY.md, "Identity").
+     * @param {string} token
+     * @returns {Promise<{userId: string, email?: string, emailVerified: boolean}>}
+     */
+    async account(token) {
+        const response = await this.#request('/v1/auth/me', { headers: { Authorization: `Bearer ${token}` } });
+        const json = await response.json().catch(() => null);
+        if (!response.ok) throw SyncError.fromBody(json, response.status);
+        return json;
+    }
+
+    /**
+     * Mails a new verification code to the account's email; `false` when it is verified already.
+     * @param {string} token
+     * @returns {Promise<boolean>}
+     */
+    async sendVerificationCode(token) {
+        const { status, json } = await this.#post('/v1/auth/email/code', {}, token);
+        if (status < 200 || status >= 300) throw SyncError.fromBody(json, status);
+        return json?.sent === true;
+    }
+
+    /**
+     * Verifies the account's email with the code mailed to it; `invalid_code` when it is not
+     * the live one.
+     * @param {string} token
+     * @param {string} code
+     */
+    async verifyEmail(token, code) {
+        const { status, json } = await this.#post('/v1/auth/email/verify', { code }, token);
+        if (status < 200 || status >= 300) throw SyncError.fromBody(json, status);
     }
 
     /** @param {string} refreshToken */

@@ -165,3 +165,46 @@ test('a downloaded blob is checked against its digest, then cached', async () =>
     assert.equal(await (await client.blob(reference, P)).text(), 'the real bytes', 'from the cache');
     client.close();
 });
+
+test('email verification: the account, a new code and a code entered go to their endpoints with the bearer token', async () => {
+    const server = new FakeServer();
+    /** @type {{path: string, method: string, auth: string | null, body: any}[]} */
+    const seen = [];
+    let verified = false;
+    /** @type {typeof fetch} */
+    const fetchFunction = async (input, init) => {
+        const url = new URL(String(input));
+        const headers = new Headers(init?.headers);
+        seen.push({ path: url.pathname, method: init?.method ?? 'GET', auth: headers.get('Authorization'), body: init?.body ? JSON.parse(String(init.body)) : null });
+        if (url.pathname === '/v1/auth/me') return new Response(JSON.stringify({ userId: 'u1', email: 'ann@example.com', emailVerified: verified }), { status: 200 });
+        if (url.pathname === '/v1/auth/email/code') return new Response(JSON.stringify({ sent: !verified, emailVerified: verified }), { status: verified ? 200 : 202 });
+        if (url.pathname === '/v1/auth/email/verify') {
+            const body = JSON.parse(String(init?.body));
+            if (body.code !== 'K7QM-4XPA') {
+                return new Response(JSON.stringify({ error: { code: 'invalid_code', message: 'that is not the code', details: { attemptsLeft: 4 } } }), { status: 400 });
+            }
+            verified = true;
+            return new Response(JSON.stringify({ userId: 'u1', email: 'ann@example.com', emailVerified: true }), { status: 200 });
+        }
+        return new Response(JSON.stringify({ userId: 'u1', accessToken: 'a', refreshToken: 'r', expiresIn: 900 }), { status: 200 });
+    };
+    const clock = new ManualClock(Date.parse('2026-11-25T12:00:00Z'));
+    const client = await SyncClient.open({
+        serverURL: 'http://127.0.0.1:1', store: new MemoryStore(), clock, random: () => 0.5,
+        webSocket: (url) => server.socket(url), fetch: fetchFunction,
+    });
+    await client.register('ann@example.com', 'correct horse');
+    assert.equal(await client.emailVerified(), false);
+    assert.equal(await client.sendVerificationCode(), true);
+    await assert.rejects(client.verifyEmail('AAAA-AAAA'), (/** @type {any} */ error) => error.code === 'invalid_code');
+    await client.verifyEmail('K7QM-4XPA');
+    assert.equal(await client.emailVerified(), true);
+    assert.equal(await client.sendVerificationCode(), false);
+    const calls = seen.filter((call) => call.path !== '/v1/auth/register');
+    assert.deepEqual(calls.map((call) => `${call.method} ${call.path}`), [
+        'GET /v1/auth/me', 'POST /v1/auth/email/code', 'POST /v1/auth/email/verify', 'POST /v1/auth/email/verify', 'GET /v1/auth/me', 'POST /v1/auth/email/code',
+    ]);
+    assert.ok(calls.every((call) => call.auth === 'Bearer a'));
+    assert.deepEqual(calls[3].body, { code: 'K7QM-4XPA' });
+    await client.close?.();
+});

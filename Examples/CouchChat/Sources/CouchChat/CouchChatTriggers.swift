@@ -3,14 +3,15 @@ import PartitionSync
 /// CouchChat's triggers: what the demo's clients and its "friend bot" daemon did, on the server.
 public enum CouchChatTriggers {
     /// A new account gets its profile (nick: the email's local part; invitations from nobody
-    /// until the user says otherwise) and an empty room list. A deleted account loses both,
+    /// until the user says otherwise) and an empty room list once its email is verified (at
+    /// registration when the server does not verify emails). A deleted account loses both,
     /// and leaves every room: a room it owned alone passes to its first member, or is deleted
     /// when it has none. (The rooms are found through the indexes on `owners` and `members`.)
     public static let accounts = Trigger(name: "couchchat.accounts", kinds: [.user]) { event, context in
-        guard let userID = event.userID, let email = event.after?["email"]?.stringValue?.lowercased() else { return }
+        guard let userID = event.userID, let email = event.verifiedEmail?.lowercased() else { return }
         let profile = Profile(email: email, nick: String(email.prefix { $0 != "@" }))
         switch event.operation {
-        case .registered:
+        case .registered, .verified:
             try await context.put(profile, in: CouchChatPartitions.profiles)
             try await context.put(RoomList(userID: userID), in: try CouchChatPartitions.user(userID))
         case .deleted:

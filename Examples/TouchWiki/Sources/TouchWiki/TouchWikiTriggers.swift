@@ -50,16 +50,17 @@ public enum TouchWikiTriggers {
     }
 
     /// A new account gets the list of the wikis that already name its email (someone may add
-    /// a member before they sign up). A deleted account loses its list and leaves every wiki:
+    /// a member before they sign up), once the email is verified (at registration when the
+    /// server does not verify emails). A deleted account loses its list and leaves every wiki:
     /// a wiki it owned passes to its first member, or is deleted when it has none.
     public static let accounts = Trigger(name: "touchwiki.accounts", kinds: [.user]) { event, context in
-        guard let userID = event.userID, let name = event.after?["email"]?.stringValue?.lowercased() else { return }
+        guard let userID = event.userID, let name = event.verifiedEmail?.lowercased() else { return }
         var wikis: [String: (partition: Partition, model: Wiki)] = [:]
         for found in try await context.find(Wiki.self, where: "owner_id", in: [name]) { wikis[found.model._id] = found }
         for found in try await context.find(Wiki.self, whereArray: "members", contains: .string(name)) { wikis[found.model._id] = found }
         let mine = wikis.values.sorted { $0.model._id < $1.model._id }
         switch event.operation {
-        case .registered:
+        case .registered, .verified:
             var list = try await context.object(WikiList.self, id: userID) ?? WikiList(userID: userID)
             for (_, wiki) in mine { list.record(wiki, id: wiki._id, for: name) }
             try await context.save(list, in: try TouchWikiPartitions.user(userID))

@@ -12,7 +12,7 @@ struct TouchWikiCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "touchwiki", abstract: "TouchWiki in a terminal.",
         subcommands: [
-            Register.self, Login.self, Wikis.self, Create.self, Members.self, AddMember.self, RemoveMember.self, Pages.self,
+            Register.self, Verify.self, Login.self, Wikis.self, Create.self, Members.self, AddMember.self, RemoveMember.self, Pages.self,
             Show.self, Follow.self, Edit.self, Drafts.self, Publish.self, Discard.self, Watch.self,
         ])
 }
@@ -63,6 +63,29 @@ struct Register: AsyncParsableCommand {
         try await options.run { session in
             try await session.client.register(email: email, password: password)
             print("Registered \(email).")
+            if try await !session.client.emailVerified() {
+                print("A code was mailed to \(email): enter it with `touchwiki verify CODE`; until then no wiki that names you admits you.")
+            }
+        }
+    }
+}
+
+struct Verify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Verify your email with the code mailed to it; --resend mails a new code instead.")
+    @OptionGroup var options: Options
+    @Argument(help: "The code, like K7QM-4XPA.") var code: String?
+    @Flag(help: "Mail a new code.") var resend = false
+
+    func run() async throws {
+        guard resend || code != nil else { throw ValidationError("give the code, or --resend") }
+        try await options.run { session in
+            if resend {
+                print(try await session.client.sendVerificationCode() ? "A new code is on its way." : "Your email is verified already.")
+            } else if let code {
+                try await session.client.verifyEmail(code: code)
+                print("Your email is verified.")
+            }
         }
     }
 }

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""An SMTP server on loopback that keeps every mail it receives, for tests and for trying
+email verification by hand (docs/SECURITY.md, "Identity"):
+
+    python3 scripts/smtp-sink.py DIR [--port N] [--user U --password P]
+    psync serve --smtp-url smtp://127.0.0.1:N
+
+Each mail is written to DIR/<n>.json ({"from", "to", "data"}), through a temporary file and a
+rename, so a reader never sees half of one. Prints `listening <port>` once it accepts
+connections. With --user and --password it requires AUTH (PLAIN or LOGIN) with them.
+Needs aiosmtpd (scripts/install-test-tools.sh)."""
+
+import argparse
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+
+import warnings
+
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
+
+
+class Keeper:
+    def __init__(self, directory):
+        self.directory = directory
+        self.count = 0
+        self.lock = threading.Lock()
+
+    async def handle_DATA(self, server, session, envelope):
+        with self.lock:
+            self.count += 1
+            number = self.count
+        record = {
+            "from": envelope.mail_from,
+            "to": envelope.rcpt_tos,
+            "data": envelope.content.decode("utf-8", "replace"),
+        }
+        final = os.path.join(self.directory, "%04d.json" % number)
+        with open(final + ".tmp", "w", encoding="utf-8") as out:
+            json.dump(record, out)
+        os.rename(final + ".tmp", final)
+        return "250 OK kept"
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("directory")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--user")
+    parser.add_argument("--password")
+    arguments = parser.parse_args()
+    os.makedirs(arguments.directory, exist_ok=True)
+    port = arguments.port or free_port()
+    options = {}
+    if arguments.user is not None:
+        expected = (arguments.user.encode(), (arguments.password or "").encode())
+
+        def authenticate(server, session, envelope, mechanism, data):
+            if isinstance(data, LoginPassword) and (data.login, data.password) == expected:
+                return AuthResult(success=True)
+            return AuthResult(success=False, handled=False)
+
+        options = {"authenticator": authenticate, "auth_required": True, "auth_require_tls": False}
+    warnings.simplefilter("ignore")  # AUTH without TLS: a loopback test sink
+    controller = Controller(Keeper(arguments.directory), hostname="127.0.0.1", port=port, server_kwargs=options)
+    controller.start()
+    print("listening %d" % port, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # Also stop when the test that started us goes away (its end of stdin closes).
+    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    stop.wait()
+    controller.stop()
+
+
+if __name__ == "__main__":
+    main()
