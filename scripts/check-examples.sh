@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every application under Examples/ is a package of its own on PartitionSync's public API:
-# build it, run its tests, and start its server with the one command its README gives (the
+# build it, run its tests (and its browser tests, scripts/test-web.sh, where it has a web app;
+# they need Clients/js/scripts/install.sh), and start its server with the one command its README gives (the
 # first `swift run` of its "Run it" block), on an embedded database in a temporary
 # directory and a free port, until /ready answers; then stop it with SIGTERM.
 # The examples share one build folder: each depends on this package, which is then compiled
@@ -14,6 +15,10 @@ for example in Examples/*/; do
     name=$(basename "$example")
     echo "== example $name: swift build --build-tests && swift test"
     (cd "$example" && swift build --build-tests --scratch-path "$scratch" && swift test --scratch-path "$scratch")
+    if [ -x "$example/scripts/test-web.sh" ]; then
+        echo "== example $name: scripts/test-web.sh (its web app in headless Chromium)"
+        COUCHCHAT_SCRATCH="$scratch" "$example/scripts/test-web.sh"
+    fi
 
     command=$(awk '/^## Run it/{section=1} section && /^```sh/{block=1; next} block && /^```/{exit} block' "$example/README.md" \
         | sed -E 's/[[:space:]]+#.*$//' | grep -E '^swift run ' | head -1)

@@ -3,7 +3,7 @@ import SyncProtocol
 import SyncStorage
 
 /// What an application brings to the server: its permission rules and validators, its
-/// triggers, and the indexes its searches need.
+/// triggers, the indexes its searches need, and optionally its web app (served at `/app/`).
 ///
 /// ```swift
 /// let application = SyncApplication(permissions: permissions, triggers: [unreadCounts], indexes: [try .arrayContains(collection: "User", path: "conversations")])
@@ -13,10 +13,13 @@ public struct SyncApplication: Sendable {
     public var permissions: Permissions
     public var triggers: [Trigger]
     public var indexes: [ObjectIndex]
+    /// The web app the server serves at `/app/` (and `/` redirects to), or `nil` for none.
+    public var web: WebApp?
 
-    public init(permissions: Permissions, triggers: [Trigger] = [], indexes: [ObjectIndex] = []) {
+    public init(permissions: Permissions, triggers: [Trigger] = [], indexes: [ObjectIndex] = [], web: WebApp? = nil) {
         self.permissions = permissions
         self.triggers = triggers
         self.indexes = indexes
+        self.web = web
     }
 }

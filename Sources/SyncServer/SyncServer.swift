@@ -205,6 +205,7 @@ package final class SyncServer: Service, Sendable {
         ).add(to: router)
         ConsoleRoutes().add(to: router)
         WebClientRoutes().add(to: router)
+        WebAppRoutes(web: application.web).add(to: router)
         let blobs = BlobStore(
             client: client, content: PostgresBlobContent(client: client, chunkSize: configuration.blobs.chunkBytes, logger: logger),
             logger: logger)

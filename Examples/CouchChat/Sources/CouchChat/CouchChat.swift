@@ -1,3 +1,4 @@
+import Foundation
 import PartitionSync
 
 /// CouchChat, the Couchbase Sync Gateway chat demo, on PartitionSync: profiles, rooms with
@@ -7,7 +8,8 @@ import PartitionSync
 /// await PartitionSyncCommand.main(application: .couchChat)
 /// ```
 public enum CouchChat {
-    /// The application: rules, the validator, the triggers and the indexes they search by.
+    /// The application: rules, the validator, the triggers and the indexes they search by, and
+    /// the web app.
     public static var application: SyncApplication {
         var permissions = Permissions()
         permissions.register(ProfilesRule(), forKey: "profiles")
@@ -24,8 +26,18 @@ public enum CouchChat {
                 try! .arrayContains(collection: Room.collection, path: "owners"),
                 try! .arrayContains(collection: Room.collection, path: "members"),
                 try! .field(collection: Chat.collection, path: "channel_id"),
-            ])
+            ],
+            web: web)
     }
+
+    /// The web app (`Sources/CouchChat/Web`, plain ES modules on the JavaScript SDK), served at
+    /// `/app/`: read once from the target's resources.
+    static let web: WebApp = {
+        guard let folder = Bundle.module.url(forResource: "Web", withExtension: nil) else {
+            fatalError("CouchChat's Web resources are missing from the bundle")
+        }
+        do { return try WebApp(folder: folder) } catch { fatalError("CouchChat's web app: \(error)") }
+    }()
 
     /// What CouchChat calls a user, as Sync Gateway calls them by their user name: the email
     /// of their account, lowercased. `nil` for services and deleted accounts.

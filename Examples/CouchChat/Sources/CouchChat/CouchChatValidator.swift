@@ -12,7 +12,7 @@ import PartitionSync
 /// - a room lists its creator as its only owner when it is created, and only an owner may
 ///   change it: its title, its owners (an owner adds only people already in the room) and its
 ///   members (an owner may remove members; only the friend bot adds them, from
-///   `pendingMembers`);
+///   `pendingMembers`); a member may only leave it (remove themselves from `members`);
 /// - a chat's `author` is the writer: nobody signs as someone else, or edits another's chat;
 ///   its `channel_id` is its room, which must exist and admit the writer.
 struct CouchChatValidator: WriteValidator {
@@ -50,7 +50,12 @@ struct CouchChatValidator: WriteValidator {
         let before = try Room.validating(change.before.body, of: change.key)
         let after = try Room.validating(change.after.body, of: change.key)
         if let before, !before.owners.contains(writer) {
-            throw refusal("only an owner may change or delete a room")
+            guard after != nil, let beforeBody = change.before.body, let afterBody = change.after.body,
+                Self.isLeaving(writer, before: beforeBody, after: afterBody)
+            else {
+                throw refusal("only an owner may change or delete a room; a member may only leave it")
+            }
+            return
         }
         guard let after else { return }
         guard after.channel_id == after._id else { throw refusal("a room's channel_id is its id") }
@@ -92,6 +97,20 @@ struct CouchChatValidator: WriteValidator {
         guard let room = try await context.object(Room.self, id: partition.value), room.admits(writer) else {
             throw refusal("a chat goes into a room that exists and admits you")
         }
+    }
+
+    /// Whether `after` is `before` with `member` gone from its `members`, and nothing else of
+    /// the document changed (compared as stored, unknown fields included): how a member leaves
+    /// a room.
+    static func isLeaving(_ member: String, before: [String: JSONValue], after: [String: JSONValue]) -> Bool {
+        let members = before["members"]?.arrayValue ?? []
+        guard members.contains(.string(member)) else { return false }
+        var expected = before
+        let remaining = members.filter { $0 != .string(member) }
+        expected["members"] = .array(remaining)
+        var found = after
+        if found["members"] == nil || found["members"] == .null { found["members"] = .array([]) }
+        return found == expected
     }
 
     /// The model in a body; a body that is not one (or whose `type` is not its collection) is refused.

@@ -71,6 +71,32 @@ public struct CouchChatSession: Sendable {
         return id
     }
 
+    /// Leaves a room. A member removes themselves from its members (the one change of a room a
+    /// member may make); an owner from its owners and members, the room passing to its first
+    /// member when no other owner is left, and going when nobody is.
+    public func leave(_ room: String, wait: Duration) async throws {
+        let (_, email) = try await me()
+        let partition = try CouchChatPartitions.room(room)
+        try await sync([partition], wait: wait)
+        guard var stored = try Room.decode(try await client.objects(in: partition)).first(where: { $0._id == room }) else {
+            throw SyncError(.notFound, "room \(room) is not in the local copy yet")
+        }
+        let key = try ObjectKey(collection: Room.collection, id: room)
+        guard stored.owners.contains(email) else {
+            try await client.write([.arrayRemove(key, path: .field("members"), match: .string(email))], in: partition)
+            return
+        }
+        let owners = stored.owners.filter { $0 != email }
+        let members = (stored.members ?? []).filter { $0 != email }
+        guard let heir = owners.first ?? members.first else {
+            try await client.write([.delete(key)], in: partition)
+            return
+        }
+        stored.owners = owners.isEmpty ? [heir] : owners
+        stored.members = members.isEmpty ? nil : members
+        try await client.write([try stored.putOperation()], in: partition)
+    }
+
     /// Writes a message into a room, with a picture if `photo` names a file.
     public func send(_ markdown: String, to room: String, photo: URL? = nil) async throws {
         let (_, email) = try await me()

@@ -10,7 +10,7 @@ import Foundation
 struct CouchChatCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "couchchat", abstract: "CouchChat in a terminal.",
-        subcommands: [Register.self, Login.self, Accept.self, Rooms.self, Create.self, Send.self, Read.self])
+        subcommands: [Register.self, Login.self, Accept.self, Rooms.self, Create.self, Leave.self, Send.self, Read.self])
 }
 
 /// Where the server and the local store are.
@@ -117,6 +117,20 @@ struct Create: AsyncParsableCommand {
         try await options.run { session in
             let id = try await session.createRoom(title: title, inviting: invitees)
             return "Created \(title) (\(id))."
+        }
+    }
+}
+
+struct Leave: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Leave a room (an owner hands it to another owner or a member).")
+    @OptionGroup var options: Options
+    @Argument(help: "The room's title or id.") var room: String
+
+    func run() async throws {
+        try await options.run { session in
+            let found = try await session.room(named: room, wait: .seconds(options.wait))
+            try await session.leave(found.id, wait: .seconds(options.wait))
+            return "Left \(found.title)."
         }
     }
 }

@@ -79,6 +79,38 @@ struct ValidationTests {
         }
     }
 
+    @Test("a member may leave a room, removing only themselves from its members, and nothing else")
+    func memberLeaves() async throws {
+        try await CouchChatHarness.with { app in
+            let ann = try await app.user("ann@example.com")
+            let bob = try await app.user("bob@example.com")
+            let carol = try await app.user("carol@example.com")
+            #expect(try await bob.setProfile(acceptsAnyInvitation: true).isAck)
+            #expect(try await carol.setProfile(acceptsAnyInvitation: true).isAck)
+            let room = try CouchChatPartitions.room("r1")
+            #expect(try await ann.createRoom("r1", title: "Team", inviting: [bob.email, carol.email]).isAck)
+            let stored = try #require(try await app.room("r1") { Set($0.members ?? []) == [bob.email, carol.email] })
+            let members = Path.field("members")
+            let key = try ObjectKey(collection: Room.collection, id: "r1")
+
+            // Bob may not take Carol out, nor leave and rename the room in one change.
+            #expect(try await bob.upload([.arrayRemove(key, path: members, match: .string(carol.email))], to: room).rejectionCode == .validationFailed)
+            var changed = stored
+            changed.members = [carol.email]
+            changed.title = "Bob was here"
+            #expect(try await bob.put(changed, in: room).rejectionCode == .validationFailed)
+            // Nor add a field the model does not know while he leaves.
+            #expect(try await bob.upload(
+                [.arrayRemove(key, path: members, match: .string(bob.email)), .set(key, path: .field("banner"), value: "owned")], to: room
+            ).rejectionCode == .validationFailed)
+
+            #expect(try await bob.upload([.arrayRemove(key, path: members, match: .string(bob.email))], to: room).isAck)
+            #expect(try await app.db.object(Room.self, id: "r1")?.members == [carol.email])
+            // Gone: he writes there no more.
+            #expect(try await bob.put(Chat(room: "r1", author: bob.email, markdown: "still here?"), in: room).rejectionCode == .permissionDenied)
+        }
+    }
+
     @Test("a profile's id comes from its owner's email: only its owner writes it")
     func profileOwner() async throws {
         try await CouchChatHarness.with { app in
