@@ -43,7 +43,11 @@ public struct SMTPSink: Sendable {
     public static func with<Result: Sendable>(
         user: String? = nil, password: String? = nil, _ body: @Sendable (SMTPSink) async throws -> Result
     ) async throws -> Result {
-        try installTools()
+        // Off the concurrency pool: the install may take seconds, and the servers of this
+        // process answer on that pool's few threads.
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread { continuation.resume(with: Swift.Result { try installTools() }) }.start()
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("psync-smtp-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }

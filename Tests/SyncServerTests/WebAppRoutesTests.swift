@@ -109,34 +109,6 @@ struct WebAppRoutesTests {
 
     /// The answer (status and raw text) to `GET path` sent on a socket exactly as written.
     static func rawGet(port: Int, path: String) async throws -> (status: Int, text: String) {
-        try await Task.detached {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard connected == 0 else { throw TestTimeout(what: "a connection") }
-            var timeout = timeval(tv_sec: 20, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-            _ = request.withCString { send(fd, $0, strlen($0), 0) }
-            var received: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = recv(fd, &buffer, buffer.count, 0)
-                // A signal (SIGCHLD of another test's process) interrupts a receive with a
-                // timeout set, which is never restarted: receive again.
-                if count < 0, errno == EINTR { continue }
-                if count <= 0 { break }
-                received += buffer[0..<count]
-            }
-            let text = String(decoding: received, as: UTF8.self)
-            let status = text.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) } ?? 0
-            return (status, text)
-        }.value
+        try await RawHTTP.exchange(port: port, request: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
     }
 }

@@ -51,11 +51,14 @@ def wait_for(condition, what, timeout=WAIT):
 
 
 class PSync:
-    """A `psync serve` process on a fixed loopback port and data directory, stoppable and restartable."""
+    """A `psync serve` process (or an application's server, `binary`) on a fixed loopback port
+    and data directory, stoppable and restartable; `env` adds to its environment."""
 
-    def __init__(self):
+    def __init__(self, binary=None, env=None, prefix="psync-js-"):
+        self.binary = binary or PSYNC_BIN
+        self.env = env or {}
         self.port = free_port()
-        self.base = tempfile.mkdtemp(prefix="psync-js-")
+        self.base = tempfile.mkdtemp(prefix=prefix)
         os.chmod(self.base, 0o777)
         self.data = os.path.join(self.base, "pg")
         self.process = None
@@ -69,10 +72,15 @@ class PSync:
             "PSYNC_REGISTRATIONS_PER_ADDRESS": "1000",
             "LOG_LEVEL": os.environ.get("PSYNC_TEST_LOG_LEVEL", "warning"),
         })
-        self.process = subprocess.Popen([PSYNC_BIN, "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+        env.update(self.env)
+        self.process = subprocess.Popen([self.binary, "serve", "--host", "127.0.0.1", "--port", str(self.port)],
                                         env=env, stdout=self.log, stderr=self.log)
-        wait_for(lambda: urllib.request.urlopen(f"http://127.0.0.1:{self.port}/ready", timeout=2).status == 200,
-                 "the server to be ready", timeout=120)
+        wait_for(lambda: urllib.request.urlopen(f"{self.origin}/ready", timeout=2).status == 200,
+                 "the server to be ready", timeout=180)
+
+    @property
+    def origin(self):
+        return f"http://127.0.0.1:{self.port}"
 
     def stop(self):
         if self.process and self.process.poll() is None:

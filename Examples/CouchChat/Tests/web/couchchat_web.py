@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import struct
 import subprocess
 import sys
@@ -42,54 +41,12 @@ def email(name):
     return f"{name}-{uuid.uuid4().hex[:8]}@example.com"
 
 
-class Server:
-    """`couchchat-server serve` on a fixed port and data directory, stoppable and restartable."""
+class Server(_sdk.PSync):
+    """`couchchat-server serve` on a fixed port and data directory, stoppable and restartable
+    (the SDK's test server, with CouchChat's binary); `env` adds to its environment."""
 
     def __init__(self, binary, env=None):
-        self.binary = binary
-        self.env = env or {}
-        self.port = free_port()
-        self.base = tempfile.mkdtemp(prefix="couchchat-web-")
-        os.chmod(self.base, 0o777)  # the embedded cluster runs as `postgres` when we are root
-        self.data = os.path.join(self.base, "pg")
-        self.process = None
-        self.log = open(os.path.join(self.base, "server.log"), "ab")
-
-    @property
-    def origin(self):
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COUCHCHAT_")}
-        env.update({
-            "PSYNC_DATA_DIR": self.data,
-            "PSYNC_REGISTRATIONS_PER_ADDRESS": "1000",
-            "PSYNC_BCRYPT_COST": "4",
-            "LOG_LEVEL": os.environ.get("PSYNC_TEST_LOG_LEVEL", "warning"),
-        })
-        env.update(self.env)
-        self.process = subprocess.Popen([self.binary, "serve", "--host", "127.0.0.1", "--port", str(self.port)],
-                                        env=env, stdout=self.log, stderr=self.log)
-        wait_for(lambda: urllib.request.urlopen(f"{self.origin}/ready", timeout=2).status == 200,
-                 "the server to be ready", timeout=180)
-
-    def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
-
-    def cleanup(self):
-        self.stop()
-        self.log.close()
-        if os.environ.get("PSYNC_KEEP_LOGS"):
-            print(f"# server log: {self.base}/server.log")
-        else:
-            shutil.rmtree(self.base, ignore_errors=True)
+        super().__init__(binary=binary, env={"PSYNC_BCRYPT_COST": "4", **(env or {})}, prefix="couchchat-web-")
 
 
 class MailSink:
