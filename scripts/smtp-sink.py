@@ -78,9 +78,13 @@ def main():
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    # Also stop when the test that started us goes away (its end of stdin closes).
+    # Also stop when the test that started us goes away: its end of stdin closes, or (when
+    # other children inherited that end) we are handed to another parent.
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
-    stop.wait()
+    parent = os.getppid()
+    while not stop.wait(0.5):
+        if os.getppid() != parent:
+            break
     controller.stop()
 
 
