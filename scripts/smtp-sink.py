@@ -7,7 +7,8 @@ email verification by hand (docs/SECURITY.md, "Identity"):
 
 Each mail is written to DIR/<n>.json ({"from", "to", "data"}), through a temporary file and a
 rename, so a reader never sees half of one. Prints `listening <port>` once it accepts
-connections. With --user and --password it requires AUTH (PLAIN or LOGIN) with them.
+connections. With --user and --password it requires AUTH (PLAIN or LOGIN) with them. With
+--tls-cert and --tls-key it requires STARTTLS, or with --implicit-tls speaks TLS from the start.
 Needs aiosmtpd (scripts/install-test-tools.sh)."""
 
 import argparse
@@ -15,6 +16,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import sys
 import threading
 
@@ -58,6 +60,9 @@ def main():
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--user")
     parser.add_argument("--password")
+    parser.add_argument("--tls-cert")
+    parser.add_argument("--tls-key")
+    parser.add_argument("--implicit-tls", action="store_true")
     arguments = parser.parse_args()
     os.makedirs(arguments.directory, exist_ok=True)
     port = arguments.port or free_port()
@@ -72,7 +77,15 @@ def main():
 
         options = {"authenticator": authenticate, "auth_required": True, "auth_require_tls": False}
     warnings.simplefilter("ignore")  # AUTH without TLS: a loopback test sink
-    controller = Controller(Keeper(arguments.directory), hostname="127.0.0.1", port=port, server_kwargs=options)
+    extra = {}
+    if arguments.tls_cert:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(arguments.tls_cert, arguments.tls_key)
+        if arguments.implicit_tls:
+            extra["ssl_context"] = context
+        else:
+            options.update({"tls_context": context, "require_starttls": True})
+    controller = Controller(Keeper(arguments.directory), hostname="127.0.0.1", port=port, server_kwargs=options, **extra)
     controller.start()
     print("listening %d" % port, flush=True)
     stop = threading.Event()

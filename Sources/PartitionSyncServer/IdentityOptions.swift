@@ -7,9 +7,13 @@ import SyncServer
 struct IdentityOptions: ParsableArguments {
     private static var environment: [String: String] { ProcessInfo.processInfo.environment }
 
-    @Option(name: .customLong("smtp-url"), help: "Mail server for verification codes, smtp://[user:password@]host[:port] (env PSYNC_SMTP_URL). Without it codes are written to the log.")
+    @Option(name: .customLong("smtp-url"), help: "Mail server for verification codes: smtps:// (TLS), smtp+starttls:// (STARTTLS required) or smtp:// (in the clear), then [user:password@]host[:port] (env PSYNC_SMTP_URL). Without it codes are written to the log.")
     var smtpURLOption: String?
     var smtpURL: String? { smtpURLOption ?? Self.environment["PSYNC_SMTP_URL"].flatMap { $0.isEmpty ? nil : $0 } }
+
+    @Option(name: .customLong("smtp-ca-file"), help: "PEM file of the certificate authorities the mail server's certificate is checked against, instead of the system's (env PSYNC_SMTP_CA_FILE).")
+    var smtpCAFileOption: String?
+    var smtpCAFile: String? { smtpCAFileOption ?? Self.environment["PSYNC_SMTP_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 } }
 
     @Option(name: .customLong("mail-from"), help: "The From address of the server's mail (env PSYNC_MAIL_FROM).")
     var mailFrom: String = Self.environment["PSYNC_MAIL_FROM"] ?? "no-reply@localhost"
@@ -47,8 +51,11 @@ struct IdentityOptions: ParsableArguments {
         verification.resendInterval = .seconds(resendInterval)
         if let smtpURL {
             let helloName = ProcessInfo.processInfo.hostName
-            guard let settings = SMTPMailer.Settings(url: smtpURL, sender: mailFrom, helloName: helloName.isEmpty ? "localhost" : helloName) else {
-                throw ValidationError("--smtp-url is smtp://[user:password@]host[:port]")
+            guard
+                let settings = SMTPMailer.Settings(
+                    url: smtpURL, sender: mailFrom, helloName: helloName.isEmpty ? "localhost" : helloName, caFile: smtpCAFile)
+            else {
+                throw ValidationError("--smtp-url is smtps://, smtp+starttls:// or smtp://, then [user:password@]host[:port]")
             }
             verification.mailer = SMTPMailer(settings: settings, logger: logger)
         }

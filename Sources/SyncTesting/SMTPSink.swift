@@ -39,9 +39,12 @@ public struct SMTPSink: Sendable {
     /// The URL a server sends to it with.
     public var url: String { "smtp://127.0.0.1:\(port)" }
 
-    /// Runs `body` with a sink started for it; with `user`, the sink requires AUTH with them.
+    /// Runs `body` with a sink started for it; with `user`, the sink requires AUTH with them;
+    /// with `tls` (PEM files of its certificate and key) it requires STARTTLS, or with
+    /// `implicitTLS` speaks TLS from the start.
     public static func with<Result: Sendable>(
-        user: String? = nil, password: String? = nil, _ body: @Sendable (SMTPSink) async throws -> Result
+        user: String? = nil, password: String? = nil, tls: (certificate: String, key: String)? = nil, implicitTLS: Bool = false,
+        _ body: @Sendable (SMTPSink) async throws -> Result
     ) async throws -> Result {
         // Off the concurrency pool: the install may take seconds, and the servers of this
         // process answer on that pool's few threads.
@@ -55,6 +58,7 @@ public struct SMTPSink: Sendable {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         var arguments = ["python3", Self.script.path, directory.path]
         if let user { arguments += ["--user", user, "--password", password ?? ""] }
+        if let tls { arguments += ["--tls-cert", tls.certificate, "--tls-key", tls.key] + (implicitTLS ? ["--implicit-tls"] : []) }
         process.arguments = arguments
         let output = Pipe()
         let input = Pipe()

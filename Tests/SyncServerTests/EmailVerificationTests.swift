@@ -203,3 +203,69 @@ struct EmailVerificationTests {
         throw TestTimeout(what: "a condition")
     }
 }
+
+/// The mail server over TLS: STARTTLS required, or TLS from the start, the certificate checked
+/// against the configured authority; never the clear text a server without STARTTLS would take.
+@Suite("Email verification over TLS", .timeLimit(.minutes(30)))
+struct MailOverTLSTests {
+    /// A self-signed certificate for `localhost` and its key, made with openssl in `directory`.
+    static func certificate(in directory: URL) throws -> (certificate: String, key: String) {
+        let certificate = directory.appendingPathComponent("cert.pem").path
+        let key = directory.appendingPathComponent("key.pem").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", certificate,
+            "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+        ]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        while process.isRunning { usleep(10_000) }
+        guard process.terminationStatus == 0 else { throw TestTimeout(what: "openssl to make a certificate") }
+        return (certificate, key)
+    }
+
+    /// Registers ann on a server that mails through `url` (trusting `caFile`); the status of asking for a code again.
+    static func register(url: String, caFile: String?, db: TestDatabase) async throws -> Int {
+        try await TestServer.with(
+            database: db.url, permissions: EmailVerificationTests.permissions,
+            configure: { configuration in
+                configuration.auth.emailVerification.required = true
+                configuration.auth.emailVerification.resendInterval = .zero
+                configuration.auth.emailVerification.mailer = SMTPMailer(
+                    settings: SMTPMailer.Settings(url: url, sender: "no-reply@psync.test", helloName: "psync.test", caFile: caFile)!,
+                    logger: TestPostgres.makeLogger("psync.test.mail"))
+            }
+        ) { server in
+            let ann = try await server.register("ann-\(UUID().uuidString.prefix(8))@example.com")
+            return try await server.http.post("/v1/auth/email/code", [:], token: ann.accessToken).status
+        }
+    }
+
+    @Test("STARTTLS and TLS from the start deliver the code; a server without STARTTLS, or an untrusted certificate, gets nothing (503)")
+    func tls() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("psync-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let files = try Self.certificate(in: directory)
+        try await TestDatabase.with { db in
+            try await SMTPSink.with(user: "psync", password: "secret", tls: files) { (sink: SMTPSink) async throws -> Void in
+                #expect(try await Self.register(url: "smtp+starttls://psync:secret@localhost:\(sink.port)", caFile: files.certificate, db: db) == 202)
+                let mails = try await sink.waitForMails(2)
+                #expect(mails.allSatisfy { $0.data.contains("verification code is") })
+                // The system's roots do not know this certificate: nothing is sent.
+                #expect(try await Self.register(url: "smtp+starttls://psync:secret@localhost:\(sink.port)", caFile: nil, db: db) == 503)
+                #expect(try sink.mails().count == 2)
+            }
+            try await SMTPSink.with(tls: files, implicitTLS: true) { (sink: SMTPSink) async throws -> Void in
+                #expect(try await Self.register(url: "smtps://localhost:\(sink.port)", caFile: files.certificate, db: db) == 202)
+                #expect(try await sink.waitForMails(2).count == 2)
+            }
+            // A server that does not offer STARTTLS is not sent the mail in the clear.
+            try await SMTPSink.with { (sink: SMTPSink) async throws -> Void in
+                #expect(try await Self.register(url: "smtp+starttls://localhost:\(sink.port)", caFile: files.certificate, db: db) == 503)
+                #expect(try sink.mails().isEmpty)
+            }
+        }
+    }
+}

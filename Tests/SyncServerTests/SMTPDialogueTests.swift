@@ -95,3 +95,28 @@ struct SMTPDialogueTests {
         }
     }
 }
+
+extension SMTPDialogueTests {
+    @Test("with STARTTLS: the upgrade comes first, EHLO again after it, and a server that does not offer it is sent nothing")
+    func startTLS() {
+        var smtp = SMTPDialogue(
+            helloName: "psync.test", sender: "no-reply@example.com", recipient: "ann@example.com", message: "Subject: Hi\r\n\r\nhi",
+            credentials: ("u", "p"), startTLS: true)
+        _ = smtp.received(Array("220 hi\r\n".utf8))
+        #expect(Self.text(smtp.received(Array("250-hi\r\n250-STARTTLS\r\n250 AUTH PLAIN\r\n".utf8))) == "STARTTLS\r\n")
+        #expect(smtp.received(Array("220 go ahead\r\n".utf8)) == .startTLS)
+        #expect(Self.text(smtp.secured()) == "EHLO psync.test\r\n")
+        // Secured: no second STARTTLS, on to AUTH.
+        #expect(Self.text(smtp.received(Array("250-hi\r\n250 AUTH PLAIN\r\n".utf8)))?.hasPrefix("AUTH PLAIN ") == true)
+
+        var plain = SMTPDialogue(
+            helloName: "psync.test", sender: "no-reply@example.com", recipient: "ann@example.com", message: "hi", credentials: nil,
+            startTLS: true)
+        _ = plain.received(Array("220 hi\r\n".utf8))
+        guard case .failed(let failure, _) = plain.received(Array("250-hi\r\n250 AUTH PLAIN\r\n".utf8)) else {
+            Issue.record("a server without STARTTLS must not be sent the mail")
+            return
+        }
+        #expect(failure.text.contains("STARTTLS"))
+    }
+}

@@ -4,13 +4,17 @@ import Foundation
 /// it returns what to send next, or that the mail was accepted, or why it was not. The driver
 /// (``SMTPMailer``) only moves bytes.
 ///
-/// The dialogue: the greeting (220), `EHLO` (250), `AUTH PLAIN` when credentials are set
-/// (235), `MAIL FROM` (250), `RCPT TO` (250/251), `DATA` (354), the message ending in
-/// `<CRLF>.<CRLF>` (250), `QUIT`. Any other reply ends it with ``Failure``.
+/// The dialogue: the greeting (220), `EHLO` (250), with STARTTLS asked for `STARTTLS` (220),
+/// TLS, and `EHLO` again (250), `AUTH PLAIN` when credentials are set (235), `MAIL FROM`
+/// (250), `RCPT TO` (250/251), `DATA` (354), the message ending in `<CRLF>.<CRLF>` (250),
+/// `QUIT`. Any other reply ends it with ``Failure``; so does a server that does not offer
+/// STARTTLS when it was asked for (the mail is never sent in the clear instead).
 struct SMTPDialogue {
     enum Action: Equatable {
         /// Send these bytes; then feed the next reply.
         case send([UInt8])
+        /// Start TLS on the connection, then call ``secured()``.
+        case startTLS
         /// Wait for more bytes: the reply is not complete.
         case read
         /// The server accepted the mail; send these bytes (`QUIT`) and close.
@@ -29,7 +33,7 @@ struct SMTPDialogue {
     }
 
     private enum Step: String {
-        case greeting, ehlo = "EHLO", auth = "AUTH", mailFrom = "MAIL FROM", rcptTo = "RCPT TO", data = "DATA", message, done
+        case greeting, ehlo = "EHLO", startTLS = "STARTTLS", auth = "AUTH", mailFrom = "MAIL FROM", rcptTo = "RCPT TO", data = "DATA", message, done
     }
 
     private var step = Step.greeting
@@ -40,10 +44,16 @@ struct SMTPDialogue {
     private let message: [UInt8]
     private let credentials: (user: String, password: String)?
     private var serverTakesUTF8 = false
+    /// Whether to upgrade with STARTTLS before anything else is sent; cleared once secured.
+    private var wantsTLS: Bool
 
     /// - Parameters:
     ///   - message: the whole message, headers and body, lines ending in CRLF; it is dot-stuffed here.
-    init(helloName: String, sender: String, recipient: String, message: String, credentials: (user: String, password: String)?) {
+    init(
+        helloName: String, sender: String, recipient: String, message: String, credentials: (user: String, password: String)?,
+        startTLS: Bool = false
+    ) {
+        self.wantsTLS = startTLS
         self.helloName = helloName
         self.sender = sender
         self.recipient = recipient
@@ -69,13 +79,22 @@ struct SMTPDialogue {
             return command("EHLO \(helloName)")
         case .ehlo:
             guard reply.code == 250 else { return fail(reply) }
-            serverTakesUTF8 = reply.lines.dropFirst().contains { $0.uppercased() == "SMTPUTF8" }
+            let extensions = reply.lines.dropFirst().map { $0.uppercased() }
+            serverTakesUTF8 = extensions.contains("SMTPUTF8")
+            if wantsTLS {
+                guard extensions.contains("STARTTLS") else { return fail(code: 0, text: "the server does not offer STARTTLS") }
+                step = .startTLS
+                return command("STARTTLS")
+            }
             if let credentials {
                 step = .auth
                 let token = Data(([0] + Array(credentials.user.utf8) + [0] + Array(credentials.password.utf8))).base64EncodedString()
                 return command("AUTH PLAIN \(token)")
             }
             return mailFrom()
+        case .startTLS:
+            guard reply.code == 220 else { return fail(reply) }
+            return .startTLS
         case .auth:
             guard reply.code == 235 else { return fail(reply) }
             return mailFrom()
@@ -98,6 +117,13 @@ struct SMTPDialogue {
         case .done:
             return .read
         }
+    }
+
+    /// TLS is up: the dialogue starts again with `EHLO` (RFC 3207: what was learnt before is forgotten).
+    mutating func secured() -> Action {
+        wantsTLS = false
+        step = .ehlo
+        return command("EHLO \(helloName)")
     }
 
     private mutating func mailFrom() -> Action {

@@ -2,15 +2,29 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 import SyncStorage
 
-/// Sends mail to an SMTP server (`PSYNC_SMTP_URL`, `smtp://[user:password@]host[:port]`),
-/// one connection per mail, the whole dialogue bounded by ``timeout``. The dialogue itself is
-/// ``SMTPDialogue``; this only moves its bytes.
+/// Sends mail to an SMTP server (`PSYNC_SMTP_URL`), one connection per mail, the whole
+/// dialogue bounded by ``Settings/timeout``: `smtps://` over TLS from the start (port 465),
+/// `smtp+starttls://` upgraded with STARTTLS before anything else is said (port 587; a server
+/// that does not offer it gets nothing), `smtp://` in the clear (port 25: a relay on this host
+/// or a private network). Certificates are verified against the system's roots, or the CA file
+/// given. The dialogue itself is ``SMTPDialogue``; this only moves its bytes.
 package struct SMTPMailer: Mailer {
+    /// How the connection is protected.
+    package enum Security: String, Sendable, Hashable {
+        case none = "smtp"
+        case startTLS = "smtp+starttls"
+        case implicitTLS = "smtps"
+    }
+
     package struct Settings: Sendable, Hashable {
         package var host: String
         package var port: Int
+        package var security: Security
+        /// PEM file of the certificate authorities to trust instead of the system's.
+        package var caFile: String?
         package var user: String?
         package var password: String?
         /// The `From` address of every mail.
@@ -20,13 +34,20 @@ package struct SMTPMailer: Mailer {
         /// How long one mail may take, connection included. Default 30 seconds.
         package var timeout: Duration = .seconds(30)
 
-        /// Reads `smtp://[user:password@]host[:port]` (port 25 by default); `nil` for anything else.
-        package init?(url: String, sender: String, helloName: String = "localhost") {
-            guard let components = URLComponents(string: url), components.scheme == "smtp",
+        /// Reads `smtp://`, `smtp+starttls://` or `smtps://`, then `[user:password@]host[:port]`
+        /// (ports 25, 587 and 465 by default); `nil` for anything else.
+        package init?(url: String, sender: String, helloName: String = "localhost", caFile: String? = nil) {
+            guard let components = URLComponents(string: url), let scheme = components.scheme.flatMap(Security.init(rawValue:)),
                 let host = components.host, !host.isEmpty
             else { return nil }
             self.host = host
-            self.port = components.port ?? 25
+            self.security = scheme
+            self.caFile = caFile
+            switch scheme {
+            case .none: self.port = components.port ?? 25
+            case .startTLS: self.port = components.port ?? 587
+            case .implicitTLS: self.port = components.port ?? 465
+            }
             self.user = components.user?.removingPercentEncoding
             self.password = components.password?.removingPercentEncoding
             self.sender = sender
@@ -54,12 +75,16 @@ package struct SMTPMailer: Mailer {
         var dialogue = SMTPDialogue(
             helloName: settings.helloName, sender: settings.sender, recipient: mail.to,
             message: message(mail, settings: settings),
-            credentials: settings.user.map { ($0, settings.password ?? "") })
+            credentials: settings.user.map { ($0, settings.password ?? "") }, startTLS: settings.security == .startTLS)
+        let tls = settings.security == .none ? nil : try tlsContext(settings)
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.seconds(10))
             .connect(host: settings.host, port: settings.port) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    if settings.security == .implicitTLS, let tls {
+                        try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: sniName(settings.host)))
+                    }
+                    return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
             }
         try await channel.executeThenClose { inbound, outbound in
@@ -75,6 +100,12 @@ package struct SMTPMailer: Mailer {
                 case .send(let command):
                     try await outbound.write(ByteBuffer(bytes: command))
                     action = dialogue.received([])
+                case .startTLS:
+                    guard let tls else { throw SMTPDialogue.Failure(step: "STARTTLS", code: 0, text: "no TLS settings") }
+                    // At the head of the pipeline, next to the socket: what follows is encrypted.
+                    let handler = try NIOSSLClientHandler(context: tls, serverHostname: sniName(settings.host))
+                    try await channel.channel.pipeline.addHandler(handler, position: .first)
+                    action = dialogue.secured()
                 case .accepted(let quit):
                     try? await outbound.write(ByteBuffer(bytes: quit))
                     return
@@ -84,6 +115,18 @@ package struct SMTPMailer: Mailer {
                 }
             }
         }
+    }
+
+    /// The TLS settings: the system's roots, or only those of `caFile`; the server's name is verified.
+    private static func tlsContext(_ settings: Settings) throws -> NIOSSLContext {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if let caFile = settings.caFile { configuration.trustRoots = .file(caFile) }
+        return try NIOSSLContext(configuration: configuration)
+    }
+
+    /// The name sent (SNI) and verified: the host, unless it is an address.
+    private static func sniName(_ host: String) -> String? {
+        host.allSatisfy { $0.isNumber || $0 == "." || $0 == ":" } ? nil : host
     }
 
     /// The message's headers and text. Every header value is the server's own or an address

@@ -10,7 +10,7 @@ import Foundation
 struct CouchChatCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "couchchat", abstract: "CouchChat in a terminal.",
-        subcommands: [Register.self, Login.self, Accept.self, Rooms.self, Create.self, Leave.self, Send.self, Read.self])
+        subcommands: [Register.self, Verify.self, Login.self, Accept.self, Rooms.self, Create.self, Leave.self, Send.self, Read.self])
 }
 
 /// Where the server and the local store are.
@@ -62,7 +62,29 @@ struct Register: AsyncParsableCommand {
     func run() async throws {
         try await options.run { session in
             try await session.client.register(email: email, password: password)
+            guard try await session.client.emailVerified() else {
+                return "Registered \(email). A code was mailed to it: enter it with `couchchat verify CODE`; until then nobody can invite you."
+            }
             return "Registered \(email)."
+        }
+    }
+}
+
+struct Verify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Verify your email with the code mailed to it; --resend mails a new code instead.")
+    @OptionGroup var options: Options
+    @Argument(help: "The code, like K7QM-4XPA.") var code: String?
+    @Flag(help: "Mail a new code.") var resend = false
+
+    func run() async throws {
+        guard resend || code != nil else { throw ValidationError("give the code, or --resend") }
+        try await options.run { session in
+            if resend {
+                return try await session.client.sendVerificationCode() ? "A new code is on its way." : "Your email is verified already."
+            }
+            try await session.client.verifyEmail(code: code ?? "")
+            return "Your email is verified."
         }
     }
 }
