@@ -160,6 +160,8 @@ export class Session {
             case 'blobDone':
                 if (event.outcome === 'stored' || event.outcome === 'refused') {
                     await this.host.store.blobUploaded(event.digest);
+                    // The outbox is shorter: whoever shows or waits for it looks again.
+                    this.host.changed([]);
                     if (event.outcome === 'refused') {
                         this.host.emit({ type: 'blobRefused', digest: event.digest, code: event.error?.code, message: event.error?.message });
                     }
