@@ -256,7 +256,8 @@ def test_two_tabs_share_one_websocket_without_duplicate_uploads(server, browser)
     partition = f"user={me}"
     room = "c-" + uuid.uuid4().hex[:10]
     browser.js("await harness.client.openPartition(args[0]);", partition)
-    browser.until(f"client.status === 'online' && client.isUpToDate('{partition}')")
+    # The server's trigger makes the User record after registration: wait until it has arrived.
+    browser.until(f"client.status === 'online' && client.isUpToDate('{partition}') && (await client.objects('{partition}')).length === 1")
     browser.js("""await harness.client.write(args[0], [{op: 'arrayAppend', collection: 'User', id: args[1], path: 'conversations',
                    value: {id: args[2], displayName: 'Room', unreadCount: 0, members: []}}]);""", partition, me, room)
     browser.until("(await client.unacknowledgedWrites()) === 0")
