@@ -305,7 +305,7 @@ let package = Package(
         .testTarget(
             name: "SyncServerTests",
             dependencies: [
-                "SyncServer", "PartitionSync", "SyncTesting", "SyncStorage", "SyncProtocol", "SyncTriggers",
+                "SyncServer", "PartitionSync", "SyncTesting", "SyncStorage", "SyncProtocol", "SyncTriggers", "EmbeddedPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

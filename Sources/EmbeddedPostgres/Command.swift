@@ -6,22 +6,23 @@ import Glibc
 import Darwin
 #endif
 
-/// Runs a program to completion without blocking a thread of the concurrency pool.
+/// Runs a program to completion without blocking a thread of the concurrency pool (the
+/// embedded cluster's commands, and the tests' helper programs).
 ///
 /// Spawned with `posix_spawn` and reaped with `waitpid` on a thread of its own rather than
 /// through Foundation's `Process`, which on Linux can miss the exit of a child whose own
 /// child (the server `pg_ctl start` leaves running) outlives it. Output goes to a temporary
 /// file, not a pipe, for the same reason: the server would hold a pipe open forever.
-enum Command {
-    struct Output {
-        var status: Int32
-        var text: String
+package enum Command {
+    package struct Output {
+        package var status: Int32
+        package var text: String
     }
 
     /// Runs `arguments[0]` with the rest as arguments; `asUser` runs it through `runuser`
     /// (only possible as root). `environment` is added to this process's environment (a
     /// password goes there, never on the command line, where every local user can read it).
-    static func run(_ arguments: [String], asUser user: String? = nil, environment: [String: String] = [:]) async throws -> Output {
+    package static func run(_ arguments: [String], asUser user: String? = nil, environment: [String: String] = [:]) async throws -> Output {
         var arguments = arguments
         if let user { arguments = ["/usr/sbin/runuser", "-u", user, "--"] + arguments }
         let outputPath = NSTemporaryDirectory() + "psync-command-\(UUID().uuidString).log"

@@ -142,7 +142,7 @@ package final class AuthService: Sendable {
         if credential.hasPrefix(APIKeys.prefix) {
             let name = try await APIKeys(client: client, logger: logger).verify(credential)
             granted = Credential(principal: .service(name), expires: nil, revokedBy: [.key(digest: SecretHash.digest(credential))])
-        } else if let claimed = IdentityProvider.claimedIssuer(of: credential) {
+        } else if !identityProviders.isEmpty, let claimed = IdentityProvider.claimedIssuer(of: credential) {
             // RS256 and ES256 are only ever a provider's: the server signs its own with HS256.
             guard let provider = identityProviders[claimed] else {
                 throw SyncError(.unauthenticated, "the access token is from an issuer this server does not trust")

@@ -1,8 +1,8 @@
+import EmbeddedPostgres
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// A real SMTP server on loopback for a test (`scripts/smtp-sink.py`, on aiosmtpd): it keeps
 /// every mail it receives, for the test to read. Stopped when ``with(user:password:_:)`` ends.
@@ -18,6 +18,13 @@ public struct SMTPSink: Sendable {
         public var body: String {
             guard let end = data.range(of: "\r\n\r\n") ?? data.range(of: "\n\n") else { return "" }
             return String(data[end.upperBound...])
+        }
+
+        /// The verification code the mail gives (`K7QM-4XPA`), if any.
+        public var verificationCode: String? {
+            body.split(whereSeparator: { $0 == " " || $0 == "." || $0.isNewline })
+                .first { $0.count == 9 && $0.dropFirst(4).first == "-" && $0.filter { $0 != "-" }.allSatisfy { $0.isUppercase || $0.isNumber } }
+                .map(String.init)
         }
 
         /// The value of header `name` (the first of that name), unfolded.
@@ -46,11 +53,7 @@ public struct SMTPSink: Sendable {
         user: String? = nil, password: String? = nil, tls: (certificate: String, key: String)? = nil, implicitTLS: Bool = false,
         _ body: @Sendable (SMTPSink) async throws -> Result
     ) async throws -> Result {
-        // Off the concurrency pool: the install may take seconds, and the servers of this
-        // process answer on that pool's few threads.
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            Thread { continuation.resume(with: Swift.Result { try installTools() }) }.start()
-        }
+        try await installTools()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("psync-smtp-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -108,26 +111,18 @@ public struct SMTPSink: Sendable {
         throw TestTimeout(what: "\(count) mail(s) at the SMTP sink")
     }
 
-    private static let installed = Mutex(false)
-
-    /// Runs scripts/install-test-tools.sh once per test process (it installs the pinned
+    /// scripts/install-test-tools.sh, run once per test process (it installs the pinned
     /// aiosmtpd when it is missing), so `swift test` needs no step before it.
-    static func installTools() throws {
-        try installed.withLock { done in
-            guard !done else { return }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = [script.deletingLastPathComponent().appendingPathComponent("install-test-tools.sh").path]
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            // Polled, not waitUntilExit(): that spins the calling thread's run loop.
-            while process.isRunning { usleep(10_000) }
-            guard process.terminationStatus == 0 else {
-                throw TestTimeout(what: "scripts/install-test-tools.sh (it exited \(process.terminationStatus))")
-            }
-            done = true
+    private static let installation = Task { try await Command.run(["/bin/sh", installScript.path]) }
+
+    static func installTools() async throws {
+        let output = try await installation.value
+        guard output.status == 0 else {
+            throw TestTimeout(what: "scripts/install-test-tools.sh (it exited \(output.status): \(output.text.suffix(500)))")
         }
     }
+
+    static var installScript: URL { script.deletingLastPathComponent().appendingPathComponent("install-test-tools.sh") }
 
     static var script: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

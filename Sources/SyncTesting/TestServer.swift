@@ -81,10 +81,8 @@ public struct TestServer: Sendable {
         }
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
-            if let mail = try sink.mails().last(where: { $0.to.contains(email) }),
-                let code = mail.body.split(whereSeparator: { $0 == " " || $0 == "." || $0.isNewline }).first(where: { $0.count == 9 && $0.dropFirst(4).first == "-" })
-            {
-                let response = try await http.post("/v1/auth/email/verify", ["code": .string(String(code))], token: token)
+            if let code = try sink.mails().last(where: { $0.to.contains(email) })?.verificationCode {
+                let response = try await http.post("/v1/auth/email/verify", ["code": .string(code)], token: token)
                 guard response.status == 200 else { throw UnexpectedResponse(response: response) }
                 return
             }

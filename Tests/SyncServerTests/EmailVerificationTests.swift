@@ -1,3 +1,4 @@
+import EmbeddedPostgres
 import Foundation
 import PartitionSync
 import SyncProtocol
@@ -51,9 +52,7 @@ struct EmailVerificationTests {
 
     /// The code in a verification mail (`K7QM-4XPA`).
     static func code(in mail: SMTPSink.Received) throws -> String {
-        let alphabet = String(VerificationCode.alphabet)
-        let pattern = try Regex("[\(alphabet)]{4}-[\(alphabet)]{4}")
-        return try #require(mail.body.firstMatch(of: pattern)).output[0].substring.map(String.init) ?? ""
+        try #require(mail.verificationCode)
     }
 
     static func mailbox(_ email: String) -> String { "/v1/partitions/mail=\(email)/changes" }
@@ -118,7 +117,7 @@ struct EmailVerificationTests {
                     let owner = try await http.register("ceo@bank.example", password: "another good password")
                     #expect(owner.userID != mallory.userID)
                     // Mallory's account is gone, and her tokens with it.
-                    try await Self.waitUntil { try await http.get("/v1/auth/me", token: mallory.accessToken).status == 401 }
+                    #expect(try await TestTriggers.eventually { try await http.get("/v1/auth/me", token: mallory.accessToken).status == 401 })
                     #expect(try await db.scalar("SELECT count(*)::bigint FROM psync_users WHERE email_key = 'ceo@bank.example'") == 1)
                     #expect(try await http.post("/v1/auth/login", ["email": "ceo@bank.example", "password": "correct horse battery"]).status == 401)
                 }
@@ -194,14 +193,6 @@ struct EmailVerificationTests {
         }
     }
 
-    static func waitUntil(_ condition: @Sendable () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw TestTimeout(what: "a condition")
-    }
 }
 
 /// The mail server over TLS: STARTTLS required, or TLS from the start, the certificate checked
@@ -209,19 +200,14 @@ struct EmailVerificationTests {
 @Suite("Email verification over TLS", .timeLimit(.minutes(30)))
 struct MailOverTLSTests {
     /// A self-signed certificate for `localhost` and its key, made with openssl in `directory`.
-    static func certificate(in directory: URL) throws -> (certificate: String, key: String) {
+    static func certificate(in directory: URL) async throws -> (certificate: String, key: String) {
         let certificate = directory.appendingPathComponent("cert.pem").path
         let key = directory.appendingPathComponent("key.pem").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", certificate,
-            "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
-        ]
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        while process.isRunning { usleep(10_000) }
-        guard process.terminationStatus == 0 else { throw TestTimeout(what: "openssl to make a certificate") }
+        let made = try await Command.run([
+            "/usr/bin/env", "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+            "-out", certificate, "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+        ])
+        guard made.status == 0 else { throw TestTimeout(what: "openssl to make a certificate: \(made.text)") }
         return (certificate, key)
     }
 
@@ -247,7 +233,7 @@ struct MailOverTLSTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("psync-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let files = try Self.certificate(in: directory)
+        let files = try await Self.certificate(in: directory)
         try await TestDatabase.with { db in
             try await SMTPSink.with(user: "psync", password: "secret", tls: files) { (sink: SMTPSink) async throws -> Void in
                 #expect(try await Self.register(url: "smtp+starttls://psync:secret@localhost:\(sink.port)", caFile: files.certificate, db: db) == 202)

@@ -93,8 +93,9 @@ package actor IdentityProvider {
     /// when the token is not a JWT signed with one of ``algorithms``.
     static func claimedIssuer(of token: String) -> String? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let header = decodeSegment(parts[0]), let payload = decodeSegment(parts[1]),
-            let alg = header["alg"]?.stringValue, algorithms.contains(alg)
+        // The payload is read only for a provider's algorithm: not for the server's own tokens.
+        guard parts.count == 3, let alg = decodeSegment(parts[0])?["alg"]?.stringValue, algorithms.contains(alg),
+            let payload = decodeSegment(parts[1])
         else { return nil }
         return payload["iss"]?.stringValue
     }
