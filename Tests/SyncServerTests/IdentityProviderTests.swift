@@ -168,7 +168,7 @@ struct IdentityProviderTests {
         }
     }
 
-    @Test("forged, expired, wrong-audience, wrong-issuer, unknown-key and server-algorithm tokens are refused")
+    @Test("forged, expired, wrong-audience, wrong-issuer, unknown-key, `alg: none` and HS256-with-the-public-key tokens are refused")
     func refused() async throws {
         try await Self.withProvider { provider, issuer in
             try await TestDatabase.with { db in
@@ -190,6 +190,11 @@ struct IdentityProviderTests {
                     // `alg: none`, and HS256 signed with the provider's public key as secret.
                     let none = Self.base64URL(Data(#"{"alg":"none","kid":"r1"}"#.utf8)) + "." + parts[1] + "."
                     #expect(try await status(none).0 == 401)
+                    // Key confusion: HS256 with the provider's published RSA key as the secret.
+                    let confused = JWTKeyCollection()
+                    await confused.add(hmac: HMACKey(from: provider.rsa.publicKey.pemRepresentation), digestAlgorithm: .sha256, kid: "r1")
+                    let hs256 = try await confused.sign(Claims(issuer: issuer, subject: "mallory"), kid: JWKIdentifier(string: "r1"))
+                    #expect(try await status(hs256) == (401, "unauthenticated"))
                     #expect(try await db.scalar("SELECT count(*)::bigint FROM psync_users") == 0)
                 }
             }
