@@ -48,6 +48,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
+        // The one lock of every module: Synchronization.Mutex, or an NSLock in a build for the
+        // thread sanitizer (-DPSYNC_TSAN), which does not see Mutex's futex calls.
+        .target(name: "Locking", swiftSettings: swiftSettings),
         // Pure types and logic of the wire contract: no I/O. The client SDK depends only on this.
         .target(
             name: "SyncProtocol",
@@ -57,6 +60,7 @@ let package = Package(
         .target(
             name: "SyncStorage",
             dependencies: [
+                "Locking",
                 "SyncProtocol",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 // Only for ConnectionPoolError, to tell an unreachable database by its code.
@@ -72,6 +76,7 @@ let package = Package(
         .target(
             name: "EmbeddedPostgres",
             dependencies: [
+                "Locking",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -94,6 +99,7 @@ let package = Package(
         .target(
             name: "SyncTriggers",
             dependencies: [
+                "Locking",
                 "PartitionSync",
                 "SyncProtocol",
                 "SyncStorage",
@@ -128,6 +134,7 @@ let package = Package(
         .target(
             name: "SyncServer",
             dependencies: [
+                "Locking",
                 "PartitionSync",
                 "WebClient",
                 "SyncProtocol",
@@ -160,7 +167,7 @@ let package = Package(
         // The RChat back end: the reference application, kept out of the engine's modules.
         .target(
             name: "RChat",
-            dependencies: ["RChatModel", "PartitionSync"],
+            dependencies: ["Locking", "RChatModel", "PartitionSync"],
             swiftSettings: swiftSettings
         ),
         // The client SDK: sessions, partitions as live collections, an offline SQLite store and
@@ -181,6 +188,7 @@ let package = Package(
         .target(
             name: "SyncTesting",
             dependencies: [
+                "Locking",
                 "PartitionSync",
                 "SyncStorage",
                 "SyncServer",
@@ -201,6 +209,7 @@ let package = Package(
         .target(
             name: "PartitionSyncServer",
             dependencies: [
+                "Locking",
                 "PartitionSync",
                 "SyncStorage",
                 "SyncServer",
@@ -242,6 +251,7 @@ let package = Package(
         .executableTarget(
             name: "psync-bench",
             dependencies: [
+                "Locking",
                 "SyncProtocol",
                 "SyncStorage",
                 "SyncServer",
@@ -265,12 +275,13 @@ let package = Package(
         ),
         .testTarget(
             name: "EmbeddedPostgresTests",
-            dependencies: ["EmbeddedPostgres", "SyncTesting", "SyncStorage", "SyncProtocol"],
+            dependencies: ["Locking", "EmbeddedPostgres", "SyncTesting", "SyncStorage", "SyncProtocol"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "SyncTriggersTests",
             dependencies: [
+                "Locking",
                 "SyncTriggers", "PartitionSync", "SyncTesting", "SyncStorage", "SyncProtocol",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -282,6 +293,7 @@ let package = Package(
         .testTarget(
             name: "RChatTests",
             dependencies: [
+                "Locking",
                 "RChat", "PartitionSync", "SyncServer", "SyncTriggers", "SyncTesting", "SyncStorage", "SyncProtocol", "EmbeddedPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
@@ -290,6 +302,7 @@ let package = Package(
         .testTarget(
             name: "SyncClientTests",
             dependencies: [
+                "Locking",
                 "SyncClient", "SyncTesting", "PartitionSync", "SyncServer", "SyncStorage", "SyncProtocol", "RChat",
                 // To damage a client's store in the test of store failures.
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -299,12 +312,13 @@ let package = Package(
         // Runs the `rchat` executable (built with the tests) as separate processes.
         .testTarget(
             name: "RChatCLITests",
-            dependencies: ["SyncTesting"],
+            dependencies: ["Locking", "SyncTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "SyncServerTests",
             dependencies: [
+                "Locking",
                 "SyncServer", "PartitionSync", "SyncTesting", "SyncStorage", "SyncProtocol", "SyncTriggers", "EmbeddedPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -331,6 +345,7 @@ let package = Package(
         .testTarget(
             name: "SyncStorageTests",
             dependencies: [
+                "Locking",
                 "SyncStorage", "SyncTesting", "EmbeddedPostgres", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],

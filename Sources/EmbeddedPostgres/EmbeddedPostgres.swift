@@ -1,7 +1,7 @@
 import Foundation
+import Locking
 import Logging
 import ServiceLifecycle
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -31,9 +31,9 @@ import Darwin
 package final class EmbeddedPostgres: Service, Sendable {
     package let configuration: EmbeddedPostgresConfiguration
     let logger: Logger
-    private let started = Mutex<EmbeddedPostgresEndpoint?>(nil)
+    private let started = Locked<EmbeddedPostgresEndpoint?>(nil)
     /// The shared lock on `<dataDirectory>.users` while this process uses the cluster.
-    private let share = Mutex<FileLock?>(nil)
+    private let share = Locked<FileLock?>(nil)
 
     package init(configuration: EmbeddedPostgresConfiguration, logger: Logger) {
         self.configuration = configuration

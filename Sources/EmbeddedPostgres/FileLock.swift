@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +10,7 @@ import Darwin
 /// An advisory lock (`flock`) on a file, held until ``release()`` or until the process ends:
 /// the kernel drops the locks of a process that dies, so a crashed user never holds a cluster.
 final class FileLock: Sendable {
-    private let descriptor: Mutex<Int32?>
+    private let descriptor: Locked<Int32?>
     let path: String
 
     /// Takes the lock, shared or exclusive, waiting while another process holds it the other way.
@@ -32,7 +32,7 @@ final class FileLock: Sendable {
                 throw error
             }
         }
-        self.descriptor = Mutex(fd)
+        self.descriptor = Locked(fd)
         self.path = path
     }
 

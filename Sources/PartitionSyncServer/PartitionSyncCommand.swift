@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
+import Locking
 import Logging
 import PartitionSync
-import Synchronization
 
 /// The whole server command of an application: `serve` (the default), `migrate`, `apikey`
 /// and `triggers`, with every flag and environment variable, the embedded PostgreSQL when
@@ -40,7 +40,7 @@ struct Served: Sendable {
     var application: SyncApplication
     var commandName: String
 
-    static let current = Mutex<Served?>(nil)
+    static let current = Locked<Served?>(nil)
 
     static var application: SyncApplication {
         current.withLock { $0?.application } ?? SyncApplication(permissions: Permissions())

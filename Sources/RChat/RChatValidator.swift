@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 import PartitionSync
 
 /// RChat's write validation, inside the upload transaction:
@@ -64,7 +64,7 @@ struct RChatValidator: WriteValidator {
 /// A bounded map from user ids to their userNames, shared by the validator's copies.
 final class UserNames: Sendable {
     private static let capacity = 100_000
-    private let names = Mutex<[String: String]>([:])
+    private let names = Locked<[String: String]>([:])
 
     subscript(userID: String) -> String? {
         get { names.withLock { $0[userID] } }

@@ -86,7 +86,11 @@ public struct DocumentSchema: Sendable, Hashable {
     /// body's size. Given the body `before` the write, a top-level field the write left as it
     /// was is not checked again (it was accepted then, or the server wrote it), and the size
     /// only when the write grows the body: a user's write is refused for what it changes.
-    public func check(_ body: [String: JSONValue], before: [String: JSONValue]? = nil) throws(SyncError) {
+    ///
+    /// `encodedSize` is the size of the body's compact JSON when the caller has it already (the
+    /// engine encodes every body it stores once, ``ObjectChange/encodedBody``); the body before
+    /// the write is encoded only when the new one is over the bound.
+    public func check(_ body: [String: JSONValue], before: [String: JSONValue]? = nil, encodedSize: Int? = nil) throws(SyncError) {
         var fields = body
         for engineField in Self.engineFields { fields.removeValue(forKey: engineField) }
         var unchanged = Set<String>()
@@ -95,9 +99,10 @@ public struct DocumentSchema: Sendable, Hashable {
         }
         // The fields first: a refusal that names one says more than one of the whole size.
         try Self.check(fields, against: self.fields, otherFields: otherFields, at: "", in: collection, skipping: unchanged)
-        let size = JSONValue.object(body).jsonBytes.count
+        let size = encodedSize ?? JSONValue.object(body).jsonBytes.count
+        guard size > maximumBodyBytes else { return }
         let grew = before.map { size > JSONValue.object($0).jsonBytes.count } ?? true
-        guard size <= maximumBodyBytes || !grew else {
+        guard !grew else {
             throw SyncError(
                 .validationFailed, "a \(collection) document is at most \(maximumBodyBytes) bytes; this one is \(size)",
                 details: ["field": "", "limit": .int(Int64(maximumBodyBytes))])

@@ -1,6 +1,6 @@
+import Locking
 import PartitionSync
 import ServiceLifecycle
-import Synchronization
 
 /// Runs a service once the HTTP server listens, so that a server that cannot listen (its port
 /// in use) stops before any service has touched the database or logged anything: the error
@@ -29,7 +29,7 @@ final class Gate: Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func open() {
         let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in

@@ -1,3 +1,4 @@
+import Locking
 import NIOCore
 import PartitionSync
 import Synchronization
@@ -20,7 +21,7 @@ final class FrameGate: Sendable {
 
 /// The gates of connections between their upgrade and their session.
 final class FrameGates: Sendable {
-    private let gates = Mutex<[ObjectIdentifier: FrameGate]>([:])
+    private let gates = Locked<[ObjectIdentifier: FrameGate]>([:])
 
     /// Puts a gate at the front of the connection's pipeline (before the WebSocket decoder that
     /// the upgrade adds) and keeps it for the session.

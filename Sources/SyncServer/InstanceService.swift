@@ -1,7 +1,7 @@
+import Locking
 import Logging
 import PartitionSync
 import ServiceLifecycle
-import Synchronization
 import SyncStorage
 
 /// Keeps this instance registered among those sharing the database, and tells the store
@@ -17,7 +17,7 @@ final class InstanceService: Service, Sendable {
     let logger: Logger
     /// Arrivals of other instances heard so far: a heartbeat that counted no other instance
     /// turns announcements off only if none arrived while it ran.
-    private let arrivals = Mutex(0)
+    private let arrivals = Locked(0)
 
     init(registry: InstanceRegistry, interval: Duration, logger: Logger) {
         self.registry = registry

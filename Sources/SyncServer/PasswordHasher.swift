@@ -1,9 +1,9 @@
 import Crypto
 import Foundation
 import HummingbirdBcrypt
+import Locking
 import NIOPosix
 import PartitionSync
-import Synchronization
 import SyncProtocol
 
 /// bcrypt work on the thread pool: at most ``concurrency`` hashes or verifications at once,
@@ -26,7 +26,7 @@ package final class PasswordHasher: Sendable {
         var waiting: [CheckedContinuation<Void, Never>] = []
         var rounds: Int = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     package init(cost: UInt8, concurrency: Int, queueLimit: Int) {
         self.cost = cost

@@ -1,10 +1,10 @@
+import Locking
 import PartitionSync
-import Synchronization
 
 /// What `/ready` reports besides a live database: the change listener is listening. (The
 /// server accepts requests only after the migrations ran.)
 final class Readiness: Sendable {
-    private let listeningNow = Mutex(false)
+    private let listeningNow = Locked(false)
 
     func listening(_ value: Bool) { listeningNow.withLock { $0 = value } }
 

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import PartitionSync
-import Synchronization
 import SyncStorage
 
 /// This instance's copy of the revoked credentials (`psync_revocations`): checking a request
@@ -17,7 +17,7 @@ final class RevocationList: Sendable {
         var observers: [@Sendable () -> Void] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init() {}
 

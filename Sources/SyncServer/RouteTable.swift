@@ -1,13 +1,13 @@
 import HTTPTypes
 import Hummingbird
-import Synchronization
+import Locking
 
 /// The paths the server answers and their methods, taken from its routers once every route is
 /// added (``load(_:)``), so a known path asked with another method gets 405 with `Allow`
 /// rather than 404.
 final class RouteTable: Sendable {
     /// Path patterns split at `/` (`{partition}` is a capture) with their methods.
-    private let routes = Mutex<[(pattern: [Substring], methods: [HTTPRequest.Method])]>([])
+    private let routes = Locked<[(pattern: [Substring], methods: [HTTPRequest.Method])]>([])
 
     /// Takes every route of `routers`.
     func load(_ routers: [Router<SyncRequestContext>]) {

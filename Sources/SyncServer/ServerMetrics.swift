@@ -1,4 +1,5 @@
 import CoreMetrics
+import Locking
 import Metrics
 import NIOCore
 import PartitionSync
@@ -22,20 +23,20 @@ package final class ServerMetrics: Sendable {
     private let openSubscriptions = Atomic(0)
     private let uploadsCounted = Atomic(0)
     private let changesCounted = Atomic(0)
-    private let errorsByCode = Mutex<[String: Int]>([:])
+    private let errorsByCode = Locked<[String: Int]>([:])
     let feedReads: Tally
     let localDeliveries: Tally
     let subscriptionPauses: Tally
     let queuePeakGauge: CoreMetrics.Gauge
-    private let queuePeak = Mutex(0)
+    private let queuePeak = Locked(0)
     /// Sizes read when `/metrics` is rendered (see ``sampleSizes(_:)``).
     private let hubFeeds: CoreMetrics.Gauge
     private let hubMembers: CoreMetrics.Gauge
     private let hubWatchers: CoreMetrics.Gauge
-    private let sizes = Mutex<(@Sendable () -> (feeds: Int, members: Int, watchers: Int))?>(nil)
-    private let uploadCounters: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
-    private let errorCounters: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
-    private let blobUploadCounters: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
+    private let sizes = Locked<(@Sendable () -> (feeds: Int, members: Int, watchers: Int))?>(nil)
+    private let uploadCounters: Locked<[String: CoreMetrics.Counter]> = Locked([:])
+    private let errorCounters: Locked<[String: CoreMetrics.Counter]> = Locked([:])
+    private let blobUploadCounters: Locked<[String: CoreMetrics.Counter]> = Locked([:])
     let blobBytesUploaded: CoreMetrics.Counter
     let blobBytesDownloaded: CoreMetrics.Counter
     let objectsExpired: CoreMetrics.Counter
@@ -152,7 +153,7 @@ package final class ServerMetrics: Sendable {
         counter(in: errorCounters, label: "psync_errors_total", key: code, dimension: "code").increment()
     }
 
-    private func counter(in table: borrowing Mutex<[String: CoreMetrics.Counter]>, label: String, key: String, dimension: String) -> CoreMetrics.Counter {
+    private func counter(in table: borrowing Locked<[String: CoreMetrics.Counter]>, label: String, key: String, dimension: String) -> CoreMetrics.Counter {
         table.withLock { counters in
             if let counter = counters[key] { return counter }
             let counter = CoreMetrics.Counter(label: label, dimensions: [(dimension, key)], factory: factory)
@@ -178,7 +179,7 @@ package final class ServerMetrics: Sendable {
 /// A counter that also keeps its total in memory, for tests and diagnostics.
 final class Tally: Sendable {
     private let counter: CoreMetrics.Counter
-    private let count = Mutex(0)
+    private let count = Locked(0)
 
     init(_ counter: CoreMetrics.Counter) {
         self.counter = counter

@@ -1,15 +1,15 @@
 import Foundation
+import Locking
 import NIOWebSocket
 import PartitionSync
 import ServiceLifecycle
-import Synchronization
 
 /// The open sessions of this instance: it closes those that stay unauthenticated, outlive
 /// their token or go idle (one sweep for all, twice a second, rather than a timer each), those
 /// whose credential is revoked (at once, and again on every sweep, for a session that was
 /// authenticating while the revocation arrived), and winds them all down for a graceful shutdown.
 final class SessionRegistry: Service, Sendable {
-    private let sessions = Mutex<[ObjectIdentifier: SyncSession]>([:])
+    private let sessions = Locked<[ObjectIdentifier: SyncSession]>([:])
     let revocations: RevocationList
 
     init(revocations: RevocationList) {

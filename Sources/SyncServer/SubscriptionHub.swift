@@ -1,9 +1,9 @@
 import CoreMetrics
+import Locking
 import Logging
 import NIOCore
 import PartitionSync
 import ServiceLifecycle
-import Synchronization
 import SyncProtocol
 import SyncStorage
 
@@ -63,7 +63,7 @@ package final class SubscriptionHub: Service, Sendable {
     let pollInterval: Duration
     let logger: Logger
     let metrics: ServerMetrics
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let events: AsyncStream<Event>
     private let eventSink: AsyncStream<Event>.Continuation
 

@@ -1,12 +1,12 @@
 import Foundation
 import Hummingbird
 import HummingbirdWebSocket
+import Locking
 import Logging
 import NIOCore
 import PartitionSync
 import PostgresNIO
 import ServiceLifecycle
-import Synchronization
 import SyncProtocol
 import SyncStorage
 import SyncTriggers
@@ -32,10 +32,10 @@ package final class SyncServer: Service, Sendable {
     /// This instance's name: trigger leases and presence rows are held under it.
     package let instance: String
     let logger: Logger
-    private let bound = Mutex<(port: Int?, waiters: [CheckedContinuation<Int, any Error>])>((nil, []))
-    private let nextSessionID = Mutex(0)
-    private let runningHub = Mutex<SubscriptionHub?>(nil)
-    private let runningInstances = Mutex<InstanceService?>(nil)
+    private let bound = Locked<(port: Int?, waiters: [CheckedContinuation<Int, any Error>])>((nil, []))
+    private let nextSessionID = Locked(0)
+    private let runningHub = Locked<SubscriptionHub?>(nil)
+    private let runningInstances = Locked<InstanceService?>(nil)
     private let revocations: RevocationList
     private let sessions: SessionRegistry
     /// Opens when the HTTP server listens: the other services start then (``AfterListening``).
@@ -139,7 +139,7 @@ package final class SyncServer: Service, Sendable {
         }
     }
 
-    private let triggerHealth = Mutex<TriggerHealth?>(nil)
+    private let triggerHealth = Locked<TriggerHealth?>(nil)
 
     /// What the trigger watchdog last found, once the server runs.
     package var triggers: TriggerHealth? { triggerHealth.withLock { $0 } }

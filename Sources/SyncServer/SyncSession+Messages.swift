@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+import Locking
 import NIOCore
 import NIOWebSocket
 import PartitionSync

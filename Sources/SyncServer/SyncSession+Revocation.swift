@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Logging
 import NIOWebSocket
 import PartitionSync

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import HummingbirdWebSocket
+import Locking
 import Logging
 import NIOCore
 import NIOWebSocket

@@ -1,3 +1,4 @@
+import Locking
 import Logging
 import NIOWebSocket
 import PartitionSync

@@ -1,11 +1,11 @@
 import CoreMetrics
 import DequeModule
 import Foundation
+import Locking
 import Logging
 import NIOCore
 import NIOWebSocket
 import PartitionSync
-import Synchronization
 import SyncProtocol
 import SyncStorage
 
@@ -124,7 +124,7 @@ final class SyncSession: FeedSubscriber, Sendable {
     let services: SessionServices
     let id: Int
     var logger: Logger { services.logger }
-    let state = Mutex(State())
+    let state = Locked(State())
     let eventSink: AsyncStream<Event>.Continuation
     let events: AsyncStream<Event>
 

@@ -1,8 +1,8 @@
 import HTTPTypes
+import Locking
 import NIOCore
 import NIOHTTPTypes
 import PartitionSync
-import Synchronization
 import SyncProtocol
 
 /// Connections whose WebSocket upgrade was refused for a bad credential. The WebSocket layer
@@ -10,7 +10,7 @@ import SyncProtocol
 /// 401 and the error body. The upgrade route records the error here, and the connection's
 /// ``UpgradeRefusalHandler`` turns that 400 into the 401.
 final class UpgradeRefusals: Sendable {
-    private let errors = Mutex<[ObjectIdentifier: SyncError]>([:])
+    private let errors = Locked<[ObjectIdentifier: SyncError]>([:])
 
     /// Records why the connection's upgrade is refused.
     func refuse(_ channel: any Channel, _ error: SyncError) {

@@ -1,11 +1,11 @@
+import Locking
 import PartitionSync
-import Synchronization
 
 /// The open WebSocket sessions of each user on this instance, bounded by
 /// ``SessionConfiguration/maximumSessionsPerUser``. Per instance: several instances each
 /// allow the bound (docs/PROTOCOL.md). Services (API keys) are not counted.
 final class UserSessionCounts: Sendable {
-    private let counts = Mutex<[String: Int]>([:])
+    private let counts = Locked<[String: Int]>([:])
     let limit: Int
 
     init(limit: Int) {

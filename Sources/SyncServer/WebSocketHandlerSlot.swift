@@ -1,4 +1,5 @@
 import HummingbirdWebSocket
+import Locking
 import Synchronization
 
 /// Where a request context keeps its WebSocket handler reference, so that the session can let
@@ -11,7 +12,7 @@ import Synchronization
 /// process. The session empties the slot as it starts (``release()``); by then the upgrade has
 /// read the handler, and the box goes when the connection does.
 final class WebSocketHandlerSlot: Sendable {
-    private let reference = Mutex<WebSocketHandlerReference<SyncRequestContext>?>(.init())
+    private let reference = Locked<WebSocketHandlerReference<SyncRequestContext>?>(.init())
 
     private static let live = Atomic<Int>(0)
     /// Slots not yet freed, for the test that checks they are.

@@ -1,6 +1,6 @@
+import Locking
 import Logging
 import PostgresNIO
-import Synchronization
 
 /// Sends the announcements of committed writes on ``ObjectStore/notificationChannel``, for
 /// the other server instances (this one hears of its own commits directly, through
@@ -34,7 +34,7 @@ final class Announcer: Sendable {
 
     private let client: PostgresClient
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(client: PostgresClient, logger: Logger) {
         self.client = client

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// An operation that did not finish within its time.
 package struct DeadlineError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -68,7 +68,7 @@ private final class DeadlineRace<Result: Sendable>: Sendable {
         var done = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let ticker: DeadlineTicker
 
     init(ticker: DeadlineTicker) {

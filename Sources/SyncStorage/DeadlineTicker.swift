@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Fires the deadlines of ``withDeadline(_:_:_:)`` from one task that looks every
 /// ``resolution`` while any is pending, and stops when none is. Deadlines are coarse (seconds),
@@ -19,7 +19,7 @@ package final class DeadlineTicker: Sendable {
     }
 
     let resolution: Duration
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     package init(resolution: Duration) {
         self.resolution = resolution

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// Faults a test can inject into a real `psync` process, named in the environment variable
 /// `PSYNC_FAILPOINT` as `<point>` or `<point>:<argument>` (docs/ARCHITECTURE.md,
@@ -28,9 +28,9 @@ package enum Failpoint: String, Sendable {
         return (point, parts.count > 1 ? parts[1] : nil)
     }()
 
-    private static let paused = Mutex(false)
+    private static let paused = Locked(false)
     /// The event that `trigger-fails` fails, once chosen.
-    private static let failing = Mutex<Int64?>(nil)
+    private static let failing = Locked<Int64?>(nil)
 
     private static func isArmed(_ point: Failpoint, for argument: String) -> Bool {
         guard let armed, armed.point == point else { return false }

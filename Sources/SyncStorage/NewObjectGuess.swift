@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Whether the optimistic path may take the objects a batch of `put`s touches to be new and
 /// skip reading them (``ObjectStore/optimisticBatch(_:epoch:)``), decided per collection from
@@ -10,7 +10,7 @@ final class NewObjectGuess: Sendable {
     static let cooldown = 64
 
     /// Per collection: how many more batches read before guessing again.
-    private let reading = Mutex<[String: Int]>([:])
+    private let reading = Locked<[String: Int]>([:])
 
     /// Whether to guess for a batch of puts of these collections (and count the batch).
     func guess(_ collections: Set<String>) -> Bool {

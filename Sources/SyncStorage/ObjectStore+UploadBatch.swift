@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import PostgresNIO
 import SyncProtocol
 
@@ -97,7 +97,7 @@ extension ObjectStore {
 
     /// The steps of the groups of a batch applied partition by partition, by group number.
     private final class CollectedSteps: Sendable {
-        let steps = Mutex<[Int: [BatchStep]]>([:])
+        let steps = Locked<[Int: [BatchStep]]>([:])
     }
 
     /// The usual way: every partition is locked and every touched object read in one round

@@ -1,7 +1,7 @@
 import Foundation
+import Locking
 import Logging
 import PostgresNIO
-import Synchronization
 import SyncProtocol
 
 /// The storage engine: objects in partitions on PostgreSQL, read as commit-ordered change
@@ -19,16 +19,16 @@ package final class ObjectStore: Sendable {
     package let client: PostgresClient
     package let configuration: StorageConfiguration
     let logger: Logger
-    private let cachedEpoch = Mutex<UUID?>(nil)
+    private let cachedEpoch = Locked<UUID?>(nil)
     let announcer: Announcer
-    private let interest = Mutex(EventInterest.all)
-    private let announcing = Mutex(true)
-    private let observers = Mutex<[@Sendable (Commit) -> Void]>([])
+    private let interest = Locked(EventInterest.all)
+    private let announcing = Locked(true)
+    private let observers = Locked<[@Sendable (Commit) -> Void]>([])
     /// Where the optimistic path guesses that put objects are new.
     let newObjectGuess = NewObjectGuess()
     /// The names of the declared element indexes (``ObjectIndex/arrayElements(collection:path:field:)``),
     /// set by ``createIndexes(_:)``: their searches read `psync_element_entries`.
-    private let elementIndexes = Mutex<Set<String>>([])
+    private let elementIndexes = Locked<Set<String>>([])
 
     /// Whether the element index of that name is declared (its entries are kept).
     func hasElementIndex(_ name: String) -> Bool {

@@ -1,5 +1,5 @@
 import DequeModule
-import Synchronization
+import Locking
 import SyncProtocol
 
 /// Applies the uploads of many concurrent callers (sessions, HTTP requests) in shared
@@ -37,7 +37,7 @@ package final class UploadCombiner: Sendable {
     /// work left behind can still commit; the uploads' request ids make the callers' resends
     /// harmless. `nil`: no bound.
     package let timeout: Duration?
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     package init(store: ObjectStore, concurrency: Int = 2, maximumUploads: Int = 200, timeout: Duration? = nil) {
         self.store = store

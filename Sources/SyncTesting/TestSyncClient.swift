@@ -1,9 +1,9 @@
 import HTTPTypes
 import HummingbirdWSClient
+import Locking
 import Logging
 import NIOCore
 import NIOWebSocket
-import Synchronization
 import SyncProtocol
 
 /// A WebSocket client for tests: sends messages or raw frames, receives server messages with
@@ -188,7 +188,7 @@ final class MessageBuffer: Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func append(_ message: WebSocketMessage) {
         let waiter = state.withLock { state -> CheckedContinuation<WebSocketMessage?, any Error>? in
@@ -242,7 +242,7 @@ final class MessageBuffer: Sendable {
 
 /// Lets the socket reader pause.
 final class ReadGate: Sendable {
-    private let state = Mutex<(paused: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = Locked<(paused: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     func pause() { state.withLock { $0.paused = true } }
 

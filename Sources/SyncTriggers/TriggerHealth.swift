@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import PartitionSync
-import Synchronization
 
 /// What the trigger watchdog last found, per trigger: its lag behind the event log, its
 /// lease holder, and what is wrong with it. Served by `GET /health/triggers`.
@@ -40,7 +40,7 @@ package final class TriggerHealth: Sendable {
         var checked: ContinuousClock.Instant?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     let names: [String]
     let configuration: TriggerConfiguration
     let started = ContinuousClock.now

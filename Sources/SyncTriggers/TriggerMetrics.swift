@@ -1,12 +1,12 @@
 import CoreMetrics
+import Locking
 import PartitionSync
-import Synchronization
 
 /// Per-trigger metrics: events handled, failed attempts, dead letters, how far behind the
 /// event log the trigger is, and the delay from a change's commit to its handler's commit.
 final class TriggerMetrics: Sendable {
     private let factory: any MetricsFactory
-    private let instruments = Mutex<[String: (handled: Counter, failures: Counter, deadLetters: Counter, lag: Gauge, delay: Timer)]>([:])
+    private let instruments = Locked<[String: (handled: Counter, failures: Counter, deadLetters: Counter, lag: Gauge, delay: Timer)]>([:])
 
     init(factory: any MetricsFactory) {
         self.factory = factory

@@ -1,9 +1,9 @@
 import CoreMetrics
 import Foundation
+import Locking
 import Logging
 import PartitionSync
 import ServiceLifecycle
-import Synchronization
 import SyncProtocol
 import SyncStorage
 
@@ -25,7 +25,7 @@ package final class TriggerService: Service, Sendable {
     let sequencerSignal = WakeSignal()
     let runnerSignals: [String: WakeSignal]
     /// The last position this instance's sequencer numbered.
-    let sequencedHere = Mutex<Int64>(0)
+    let sequencedHere = Locked<Int64>(0)
     /// What the watchdog last found (`/health/triggers`).
     package let health: TriggerHealth
 

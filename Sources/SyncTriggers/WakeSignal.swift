@@ -1,5 +1,5 @@
+import Locking
 import PartitionSync
-import Synchronization
 
 /// Wakes one waiting task, or the next one to wait; a wait gives up after a timeout. (An
 /// AsyncStream cannot serve: cancelling a timed-out read of it ends the stream.)
@@ -12,7 +12,7 @@ final class WakeSignal: Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func signal() {
         let (waiter, timer) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Task<Void, Never>?) in

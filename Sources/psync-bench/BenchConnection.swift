@@ -1,9 +1,9 @@
 import Foundation
 import HTTPTypes
 import HummingbirdWSClient
+import Locking
 import Logging
 import NIOCore
-import Synchronization
 import SyncProtocol
 
 /// One WebSocket session of the benchmark, speaking the protocol directly (no store, no
@@ -86,7 +86,7 @@ final class BenchConnection: Sendable {
 
 /// A value set once and awaited by anyone.
 final class Once<Value: Sendable>: Sendable {
-    private let state = Mutex<(value: Value?, waiters: [CheckedContinuation<Value, Never>])>((nil, []))
+    private let state = Locked<(value: Value?, waiters: [CheckedContinuation<Value, Never>])>((nil, []))
 
     func set(_ value: Value) {
         let waiters = state.withLock { state -> [CheckedContinuation<Value, Never>] in

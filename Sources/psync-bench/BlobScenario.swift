@@ -1,8 +1,8 @@
 import Foundation
+import Locking
 import Logging
 import NIOCore
 import PostgresNIO
-import Synchronization
 import SyncProtocol
 import SyncStorage
 import SyncTesting
@@ -72,7 +72,7 @@ struct BlobScenario {
             throw BenchError("blobs: the downloaded bytes differ from the uploaded ones")
         }
         let rssBefore = environment.serverRSS()
-        let peak = Mutex(rssBefore)
+        let peak = Locked(rssBefore)
         let sampling = Task {
             while !Task.isCancelled {
                 let now = environment.serverRSS()

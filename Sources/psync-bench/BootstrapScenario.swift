@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import SyncProtocol
 import SyncTesting
 import SyncStorage
@@ -42,7 +42,7 @@ struct BootstrapScenario {
         try await Task.sleep(for: .seconds(1))
 
         let rssBefore = environment.serverRSS()
-        let peak = Mutex(rssBefore)
+        let peak = Locked(rssBefore)
         let sampling = Task {
             while !Task.isCancelled {
                 let now = environment.serverRSS()
@@ -57,7 +57,7 @@ struct BootstrapScenario {
             let received = Counter()
             let batches = Counter()
             let done = Once<Void>()
-            let mismatch = Mutex<String?>(nil)
+            let mismatch = Locked<String?>(nil)
             // The client counts each batch by scanning it (the floor reads the rows without
             // parsing their bodies either); the first batch of a pass is also parsed whole,
             // and the two counts must agree.

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Deliveries of numbered messages to many sessions: each delivery's latency, and a message
 /// marked complete once every session has it.
@@ -6,7 +6,7 @@ final class DeliveryTracker: Sendable {
     let latencies = LatencyRecorder()
     let complete: [Once<Void>]
     private let expected: Int
-    private let counts = Mutex<[Int: Int]>([:])
+    private let counts = Locked<[Int: Int]>([:])
 
     init(messages: Int, sessions: Int) {
         complete = (0..<messages).map { _ in Once<Void>() }

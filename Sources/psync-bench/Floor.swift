@@ -1,7 +1,7 @@
 import Foundation
+import Locking
 import Logging
 import PostgresNIO
-import Synchronization
 import SyncProtocol
 
 /// The raw PostgreSQL floor: the same rows, the same concurrency, through postgres-nio
@@ -135,7 +135,7 @@ func paced(rate: Int, count: Int, _ body: @escaping @Sendable (Int) async throws
 
 /// A counter shared by tasks.
 final class Counter: Sendable {
-    private let value = Mutex(0)
+    private let value = Locked(0)
 
     @discardableResult
     func increment(by amount: Int = 1) -> Int { value.withLock { $0 += amount; return $0 } }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import PostgresNIO
 import RChatModel
 import SyncProtocol
@@ -172,11 +172,11 @@ final class UnreadCountWatch: Sendable {
         var shown: [ContinuousClock.Instant] = []
     }
 
-    private let rooms: Mutex<[Room]>
+    private let rooms: Locked<[Room]>
     let complete = Once<Void>()
 
     init(rooms: Int) {
-        self.rooms = Mutex(Array(repeating: Room(), count: rooms))
+        self.rooms = Locked(Array(repeating: Room(), count: rooms))
     }
 
     func acked(room: Int, version: Int64) {

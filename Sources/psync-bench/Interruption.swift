@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +16,7 @@ final class Interruption {
     /// Runs `cleanUp` (once, on a thread of its own) and exits with 128 + the signal number
     /// when one of the signals arrives, until ``cancel()``.
     init(_ cleanUp: @escaping @Sendable () -> Void) {
-        let fired = Mutex(false)
+        let fired = Locked(false)
         sources = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())

@@ -1,11 +1,11 @@
 import Histogram
-import Synchronization
+import Locking
 import SyncProtocol
 
 /// Latencies in microseconds in an HdrHistogram (3 significant digits), safe to record into
 /// from any task.
 final class LatencyRecorder: Sendable {
-    private let histogram = Mutex(Histogram<UInt64>(highestTrackableValue: 600_000_000, numberOfSignificantValueDigits: .three))
+    private let histogram = Locked(Histogram<UInt64>(highestTrackableValue: 600_000_000, numberOfSignificantValueDigits: .three))
 
     func record(nanoseconds: UInt64) {
         _ = histogram.withLock { $0.record(min(nanoseconds / 1_000, 600_000_000)) }

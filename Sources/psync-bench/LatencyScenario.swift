@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import SyncProtocol
 import SyncStorage
 import SyncTesting
@@ -57,7 +57,7 @@ struct LatencyScenario {
 
         let sender = users[0]
         let acks = LatencyRecorder()
-        let sentAt = Mutex<[String: ContinuousClock.Instant]>([:])
+        let sentAt = Locked<[String: ContinuousClock.Instant]>([:])
         let acked = Counter()
         let allAcked = Once<Void>()
         let connection = try await BenchConnection.connect(environment.server.webSocketURL, token: sender.token, logger: environment.logger) { message in

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import RChatModel
 import SyncProtocol
 import SyncServer
@@ -179,9 +179,9 @@ struct SoakScenario {
 
 /// Samples taken by one task, read by another.
 final class SampleLog: Sendable {
-    private let list: Mutex<[JSONValue]>
+    private let list: Locked<[JSONValue]>
 
-    init(_ first: JSONValue) { list = Mutex([first]) }
+    init(_ first: JSONValue) { list = Locked([first]) }
 
     func append(_ sample: JSONValue) { list.withLock { $0.append(sample) } }
 

@@ -1,8 +1,8 @@
 @testable import EmbeddedPostgres
 import Foundation
+import Locking
 import Logging
 import PostgresNIO
-import Synchronization
 import SyncProtocol
 import SyncStorage
 import SyncTesting
@@ -186,7 +186,7 @@ struct EmbeddedPostgresTests {
 @Suite("Commands beside a running server", .serialized, .timeLimit(.minutes(30)))
 struct SharedClusterCommandTests {
     final class Done: Sendable {
-        let value = Mutex(false)
+        let value = Locked(false)
     }
 
     static func run(_ arguments: [String], environment: [String: String]) async throws -> (status: Int32, output: String) {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import SyncTesting
 
 /// One user of the `rchat` executable: every command runs as a separate process with the
@@ -112,7 +112,7 @@ final class RunningCommand: Sendable {
 
 /// What a command printed so far, appended to by the pipe's reader.
 final class OutputBuffer: Sendable {
-    let text = Mutex("")
+    let text = Locked("")
 }
 
 struct CommandFailed: Error, CustomStringConvertible {

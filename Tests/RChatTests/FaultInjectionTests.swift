@@ -3,9 +3,9 @@ import EmbeddedPostgres
 import Glibc
 #endif
 import Foundation
+import Locking
 import PartitionSync
 import RChat
-import Synchronization
 import SyncProtocol
 import SyncStorage
 import SyncTesting
@@ -61,8 +61,8 @@ struct FaultInjectionTests {
 
     /// What the writers and the restarting task share.
     final class Shared: Sendable {
-        let stop = Mutex(false)
-        let acked = Mutex<Set<String>>([])
+        let stop = Locked(false)
+        let acked = Locked<Set<String>>([])
     }
 
     struct Figures: Sendable {

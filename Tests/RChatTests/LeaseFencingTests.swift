@@ -1,7 +1,7 @@
 import Foundation
+import Locking
 import PartitionSync
 import RChat
-import Synchronization
 import SyncStorage
 import SyncTesting
 import SyncTriggers
@@ -16,9 +16,9 @@ struct LeaseFencingTests {
     /// What the writer and the freezing task share.
     final class Shared: Sendable {
         /// Which server is frozen now; the writer sends through the other.
-        let frozen = Mutex<Int?>(nil)
-        let stop = Mutex(false)
-        let sent = Mutex(0)
+        let frozen = Locked<Int?>(nil)
+        let stop = Locked(false)
+        let sent = Locked(0)
     }
 
     @Test("a lease holder frozen longer than its lease and resumed applies no event twice and loses none")

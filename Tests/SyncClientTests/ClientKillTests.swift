@@ -1,7 +1,7 @@
 import Foundation
+import Locking
 import PartitionSync
 import SyncClient
-import Synchronization
 import SyncProtocol
 import SyncServer
 import SyncStorage
@@ -150,7 +150,7 @@ struct ClientKillTests {
 
 /// What a task observed, for the test to read.
 final class Recorded<Element: Sendable>: Sendable {
-    private let elements = Mutex<[Element]>([])
+    private let elements = Locked<[Element]>([])
     func append(_ element: Element) { elements.withLock { $0.append(element) } }
     var all: [Element] { elements.withLock { $0 } }
 }

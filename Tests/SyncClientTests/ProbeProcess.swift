@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import SyncTesting
 
 #if canImport(Glibc)
@@ -16,7 +16,7 @@ final class ProbeProcess: Sendable {
 
     /// What the probe printed, filled by the pipe's reader.
     private final class Output: Sendable {
-        let state = Mutex(State())
+        let state = Locked(State())
     }
 
     private struct State {

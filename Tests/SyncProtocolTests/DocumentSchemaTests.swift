@@ -22,14 +22,21 @@ struct DocumentSchemaTests {
     static let photo: JSONValue = ["@blob": .string("sha256:" + String(repeating: "a", count: 64)), "length": 3, "contentType": "image/png"]
 
     /// The field a body's refusal names, or `nil` when it is accepted.
+    /// The field a check refuses (`""` for the whole body's size), or `nil`; checked both ways
+    /// the engine calls it, with the body's encoded size given and without, which must agree.
     static func refusedField(_ body: [String: JSONValue], _ schema: DocumentSchema = schema, before: [String: JSONValue]? = nil) -> String? {
-        do {
-            try schema.check(body, before: before)
-            return nil
-        } catch {
-            #expect(error.code == .validationFailed)
-            return error.details?["field"]?.stringValue ?? "?"
+        func refused(encodedSize: Int?) -> String? {
+            do {
+                try schema.check(body, before: before, encodedSize: encodedSize)
+                return nil
+            } catch {
+                #expect(error.code == .validationFailed)
+                return error.details?["field"]?.stringValue ?? "?"
+            }
         }
+        let answer = refused(encodedSize: nil)
+        #expect(refused(encodedSize: JSONValue.object(body).jsonBytes.count) == answer)
+        return answer
     }
 
     @Test("a document at every bound is accepted; engine fields are always allowed")
@@ -86,5 +93,12 @@ struct DocumentSchemaTests {
         let big: [String: JSONValue] = ["a": .string(String(repeating: "x", count: 30))]
         #expect(Self.refusedField(["a": .string(String(repeating: "y", count: 30))], small, before: big) == nil)
         #expect(Self.refusedField(["a": .string(String(repeating: "y", count: 31))], small, before: big) == "")
+    }
+
+    @Test("the size the engine has already encoded is the one checked: the body is not encoded again")
+    func encodedSizeGiven() {
+        let small = DocumentSchema(collection: "note", maximumBodyBytes: 20, fields: [], otherFields: .allowed(maximumBytes: 100))
+        #expect(throws: SyncError.self) { try small.check(["a": "b"], encodedSize: 21) }
+        #expect(throws: Never.self) { try small.check(["a": .string(String(repeating: "x", count: 30))], encodedSize: 20) }
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import PartitionSync
-import Synchronization
 import SyncStorage
 import SyncTesting
 import Testing
@@ -51,7 +51,7 @@ struct ConnectionPoolTests {
 
     /// The most connections seen, and when to stop looking.
     final class Watch: Sendable {
-        let most = Mutex<Int64>(0)
-        let done = Mutex(false)
+        let most = Locked<Int64>(0)
+        let done = Locked(false)
     }
 }

@@ -2,9 +2,9 @@ import _CryptoExtras
 import Foundation
 import Hummingbird
 import JWTKit
+import Locking
 import PartitionSync
 import ServiceLifecycle
-import Synchronization
 import SyncProtocol
 @testable import SyncServer
 import SyncStorage
@@ -24,7 +24,7 @@ struct IdentityProviderTests {
         let otherRSA = try! Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
         let ec = ES256PrivateKey()
         /// The key ids published, and how often the key set was fetched.
-        let state = Mutex<(published: Set<String>, fetches: Int)>((["r1", "e1"], 0))
+        let state = Locked<(published: Set<String>, fetches: Int)>((["r1", "e1"], 0))
         let signers = JWTKeyCollection()
 
         func setUp() async {
@@ -87,8 +87,8 @@ struct IdentityProviderTests {
     static func withProvider<Result: Sendable>(_ body: @Sendable (Provider, String) async throws -> Result) async throws -> Result {
         let provider = Provider()
         await provider.setUp()
-        let port = Mutex<Int?>(nil)
-        let issuerBox = Mutex<String>("")
+        let port = Locked<Int?>(nil)
+        let issuerBox = Locked<String>("")
         let router = Router()
         router.get(".well-known/openid-configuration") { _, _ -> Response in
             let issuer = issuerBox.withLock { $0 }

@@ -1,5 +1,5 @@
+import Locking
 import PartitionSync
-import Synchronization
 import SyncProtocol
 import SyncTesting
 
@@ -22,7 +22,7 @@ final class ServerOracle: Sendable {
         var violations: [String] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Records the states of a batch; the same object at the same version with another body
     /// is a violation at once.

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import PartitionSync
-import Synchronization
 import SyncProtocol
 import SyncServer
 import SyncStorage
@@ -182,8 +182,8 @@ struct ServerOracleTests {
 
 /// Writers still running.
 final class Countdown: Sendable {
-    private let count: Mutex<Int>
-    init(_ count: Int) { self.count = Mutex(count) }
+    private let count: Locked<Int>
+    init(_ count: Int) { self.count = Locked(count) }
     var remaining: Int { count.withLock { $0 } }
     func done() { count.withLock { $0 -= 1 } }
 }

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 import SyncStorage
 import Testing
 
@@ -22,7 +22,7 @@ struct DeadlineTests {
 
     @Test("work that never ends is given up at its deadline with DeadlineError")
     func stuck() async throws {
-        let ended = Mutex(false)
+        let ended = Locked(false)
         await #expect(throws: DeadlineError.self) {
             try await withDeadline(.milliseconds(300), "work that ignores cancellation") {
                 // Ignores cancellation: a query on a dead connection does.

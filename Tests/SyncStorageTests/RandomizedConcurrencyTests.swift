@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import SyncProtocol
 @testable import SyncStorage
 import SyncTesting
@@ -180,8 +180,8 @@ struct RandomizedConcurrencyTests {
 
 /// How many writers are still running, shared between tasks.
 final class Countdown: Sendable {
-    private let remaining: Mutex<Int>
-    init(_ count: Int) { remaining = Mutex(count) }
+    private let remaining: Locked<Int>
+    init(_ count: Int) { remaining = Locked(count) }
     func decrement() { remaining.withLock { $0 -= 1 } }
     var isZero: Bool { remaining.withLock { $0 == 0 } }
 }

@@ -1,6 +1,6 @@
+import Locking
 import PartitionSync
 import PostgresNIO
-import Synchronization
 import SyncProtocol
 import SyncStorage
 import SyncTesting
@@ -15,7 +15,7 @@ struct NotYet: Error, CustomStringConvertible {
 
 /// Counts calls across tasks.
 final class Calls: Sendable {
-    private let count = Mutex(0)
+    private let count = Locked(0)
     func next() -> Int { count.withLock { $0 += 1; return $0 } }
     var total: Int { count.withLock { $0 } }
 }

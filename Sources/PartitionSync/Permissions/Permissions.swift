@@ -80,7 +80,7 @@ public struct Permissions: Sendable {
         for change in changes {
             if let body = change.after.body {
                 if let schema = schemas[change.key.collection] {
-                    try schema.check(body, before: change.before.body)
+                    try schema.check(body, before: change.before.body, encodedSize: change.encodedBody?.count)
                 } else if refusesUndeclaredCollections {
                     throw SyncError(
                         .validationFailed, "\(change.key.collection) is not a collection of this application",

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import ServiceLifecycle
-import Synchronization
 
 /// The last minutes of this instance's counts, for the console's charts: a sample of
 /// ``ServerMetrics/snapshot`` every `interval`, the newest `capacity` kept (90 × 10 s: 15
@@ -14,7 +14,7 @@ final class MetricsHistory: Service, Sendable {
     let metrics: ServerMetrics
     let interval: Duration
     let capacity: Int
-    private let samples = Mutex<[Sample]>([])
+    private let samples = Locked<[Sample]>([])
 
     init(metrics: ServerMetrics, interval: Duration = .seconds(10), capacity: Int = 90) {
         self.metrics = metrics

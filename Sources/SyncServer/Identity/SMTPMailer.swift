@@ -103,8 +103,13 @@ package struct SMTPMailer: Mailer {
                 case .startTLS:
                     guard let tls else { throw SMTPDialogue.Failure(step: "STARTTLS", code: 0, text: "no TLS settings") }
                     // At the head of the pipeline, next to the socket: what follows is encrypted.
-                    let handler = try NIOSSLClientHandler(context: tls, serverHostname: sniName(settings.host))
-                    try await channel.channel.pipeline.addHandler(handler, position: .first)
+                    // Made and added on the channel's event loop, where the handler lives.
+                    let serverHostname = sniName(settings.host)
+                    let pipeline = channel.channel.pipeline
+                    try await channel.channel.eventLoop.submit {
+                        try pipeline.syncOperations.addHandler(
+                            NIOSSLClientHandler(context: tls, serverHostname: serverHostname), position: .first)
+                    }.get()
                     action = dialogue.secured()
                 case .accepted(let quit):
                     try? await outbound.write(ByteBuffer(bytes: quit))

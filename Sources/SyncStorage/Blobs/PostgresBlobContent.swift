@@ -1,7 +1,7 @@
+import Locking
 import Logging
 import NIOCore
 import PostgresNIO
-import Synchronization
 import SyncProtocol
 
 /// The default ``BlobContentStore``: bytes in PostgreSQL, in `psync_blob_chunks` rows of
@@ -102,7 +102,7 @@ package struct PostgresBlobContent: BlobContentStore {
     final class Upload: BlobContentUpload, Sendable {
         let id: Int64
         let content: PostgresBlobContent
-        private let state = Mutex((buffer: ByteBuffer(), next: Int32(0)))
+        private let state = Locked((buffer: ByteBuffer(), next: Int32(0)))
 
         init(id: Int64, content: PostgresBlobContent) {
             self.id = id
