@@ -13,7 +13,7 @@ let package = Package(
         .executable(name: "touchwiki", targets: ["touchwiki"]),
     ],
     dependencies: [
-        // In your own package: .package(url: "https://github.com/<you>/PartitionSync.git", from: "<version>")
+        // PartitionSync is this repository, two folders up; a package of yours names its checkout (docs/APPS.md).
         .package(name: "PartitionSync", path: "../.."),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],

@@ -9,8 +9,16 @@ import SyncProtocol
 ///
 /// What the app sees of a partition is the server's objects with the pending uploads of that
 /// partition replayed on top, in order, with the same `OperationApplier` the server runs.
+///
+/// Several processes may share one store (a `watch` and a `read` of the same home): it is a
+/// `DatabasePool` in WAL mode, whose writers wait for each other (``busyTimeout``) instead of
+/// failing with `SQLITE_BUSY`, and ``otherProcessesChanges()`` tells when another process
+/// committed, so a client shows what the other did.
 final class LocalStore: Sendable {
-    let database: DatabaseQueue
+    /// How long a write waits for another process's write to end before it fails.
+    static let busyTimeout: TimeInterval = 30
+
+    let database: any DatabaseWriter
     /// The folder of blob files: beside the SQLite file, or a temporary one for a store in memory.
     let blobDirectory: URL
 
@@ -31,7 +39,9 @@ final class LocalStore: Sendable {
         if let path {
             try FileManager.default.createDirectory(
                 at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
-            database = try DatabaseQueue(path: path)
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(Self.busyTimeout)
+            database = try DatabasePool(path: path, configuration: configuration)
         } else {
             database = try DatabaseQueue()
         }
@@ -54,6 +64,14 @@ final class LocalStore: Sendable {
         Self.migrateBlobs(&migrator)
         Self.migrateDrafts(&migrator)
         try migrator.migrate(database)
+    }
+
+    /// A number that changes each time another process commits to this store (SQLite's
+    /// `data_version`, read on the writing connection, which this process's own commits leave
+    /// alone); `nil` for a store in memory.
+    func otherProcessesChanges() throws -> Int? {
+        guard let pool = database as? DatabasePool else { return nil }
+        return try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA data_version") }
     }
 
     // MARK: Settings

@@ -13,6 +13,9 @@ extension SyncClient {
     public func run() async {
         // Local expiries set before a restart.
         purgeLocalExpiries()
+        // Other processes sharing the store (a `watch` beside a `read`): their commits show here.
+        let follower = Task { await self.followOtherProcesses() }
+        defer { follower.cancel() }
         var failures = 0
         while !Task.isCancelled {
             let token: String?

@@ -30,6 +30,13 @@ public struct SyncClientConfiguration: Sendable {
     /// Bytes of downloaded blobs kept locally, least recently used out first (attached blobs
     /// not yet uploaded do not count and are never removed). Default 100 MiB.
     public var blobCacheBytes: Int64 = 100 << 20
+    /// How often a running client looks whether another process sharing its store committed
+    /// something (a queued write, a page), to show it and upload it.
+    public var otherProcessesInterval: Duration = .milliseconds(250)
+    /// Whether the connection makes its user present (the server's presence events, RChat's
+    /// On-Line): `false` for a client that connects for one command and exits, so that its
+    /// user does not flap between present and absent (`?presence=off`, docs/PROTOCOL.md).
+    public var countsInPresence = true
     public var logger: Logger
 
     public init(serverURL: URL, storePath: String?, logger: Logger = Logger(label: "psync.client")) {
@@ -42,6 +49,7 @@ public struct SyncClientConfiguration: Sendable {
         var components = URLComponents(url: serverURL, resolvingAgainstBaseURL: false)!
         components.scheme = components.scheme == "https" ? "wss" : "ws"
         components.path = (components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path) + "/v1/sync"
+        if !countsInPresence { components.queryItems = [URLQueryItem(name: "presence", value: "off")] }
         return components.string!
     }
 }

@@ -223,6 +223,12 @@ package final class SyncServer: Service, Sendable {
         let webSocketRouter = Router(context: SyncRequestContext.self)
         webSocketRouter.add(middleware: ErrorMiddleware(metrics: metrics, routes: routes))
         webSocketRouter.ws("v1/sync") { request, context in
+            do {
+                _ = try SessionPresence(query: request.uri.queryParameters.get("presence"))
+            } catch let error as SyncError {
+                if let channel = context.channel { refusals.refuse(channel, error) }
+                return .dontUpgrade
+            }
             // A credential in the header must be valid; without one, the client sends `auth`.
             if let credential = request.bearerCredential {
                 do {
@@ -254,8 +260,10 @@ package final class SyncServer: Service, Sendable {
             }
             var sessionServices = services
             sessionServices.logger[metadataKey: "session"] = "\(id)"
+            let presence = (try? SessionPresence(query: context.request.uri.queryParameters.get("presence"))) ?? .counted
             let session = SyncSession(
-                services: sessionServices, id: id, credential: credential, frameGate: context.requestContext.channel.flatMap(frameGates.take))
+                services: sessionServices, id: id, credential: credential, frameGate: context.requestContext.channel.flatMap(frameGates.take),
+                countsInPresence: presence == .counted)
             self.sessions.add(session)
             defer { self.sessions.remove(session) }
             do {

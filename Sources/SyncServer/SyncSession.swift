@@ -131,11 +131,15 @@ final class SyncSession: FeedSubscriber, Sendable {
     /// Opened once the session is authenticated by `auth`: until then the connection takes
     /// only small frames.
     let frameGate: FrameGate?
+    /// Whether the session counts in its user's presence: a client connected for one command
+    /// (`?presence=off` on the WebSocket URL) does not make its user present.
+    let countsInPresence: Bool
 
-    init(services: SessionServices, id: Int, credential: Credential?, frameGate: FrameGate? = nil) {
+    init(services: SessionServices, id: Int, credential: Credential?, frameGate: FrameGate? = nil, countsInPresence: Bool = true) {
         self.services = services
         self.id = id
         self.frameGate = frameGate
+        self.countsInPresence = countsInPresence
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
         if let credential {
             state.withLock { $0.grant(credential, configuration: services.configuration) }
@@ -167,8 +171,9 @@ final class SyncSession: FeedSubscriber, Sendable {
         if start { eventSink.yield(.startWorker) }
     }
 
-    /// Counts this session in its user's presence (once).
+    /// Counts this session in its user's presence (once), unless it does not count.
     func joinedPresence() async {
+        guard countsInPresence else { return }
         let user = state.withLock { state -> String? in
             guard state.presentUser == nil, let user = state.principal?.userID else { return nil }
             state.presentUser = user

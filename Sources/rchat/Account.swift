@@ -11,7 +11,7 @@ struct Credentials: ParsableArguments {
         let session = try Session.start(options)
         let id = try await signIn(session.client, email, password)
         print("\(done) \(email) (\(id)).")
-        await session.finish()
+        try await session.finish()
     }
 }
 
@@ -48,7 +48,7 @@ struct Verify: AsyncParsableCommand {
         } else {
             throw ValidationError("give the code, or --resend")
         }
-        await session.finish()
+        try await session.finish()
     }
 }
 
@@ -70,6 +70,6 @@ struct Logout: AsyncParsableCommand {
         let session = try Session.start(options)
         try await session.client.logout()
         print("Signed out.")
-        await session.finish()
+        try await session.finish()
     }
 }

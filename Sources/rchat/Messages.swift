@@ -34,7 +34,7 @@ struct Send: AsyncParsableCommand {
         try await session.client.write(
             [.put(try ObjectKey(collection: ChatMessage.collection, id: message._id), body: body)],
             in: RChatPartitions.conversation(conversation.id))
-        if await session.finish() { print("Sent to \(conversation.displayName).") }
+        if try await session.finish() { print("Sent to \(conversation.displayName).") }
     }
 
     /// The media type of an image file, by its extension.
@@ -80,7 +80,7 @@ struct Read: AsyncParsableCommand {
                 [.set(try ObjectKey(collection: User.collection, id: id), path: try Path.field("conversations").element(where: "id", is: conversation.id).field("unreadCount"), value: 0)],
                 in: RChatPartitions.user(id))
         }
-        await session.finish()
+        try await session.finish()
     }
 
     static func fileExtension(of mediaType: String) -> String {
@@ -115,7 +115,7 @@ struct Watch: AsyncParsableCommand {
     @Option(help: "Stop after this many seconds.") var seconds: Int?
 
     func run() async throws {
-        let session = try Session.start(options)
+        let session = try Session.start(options, present: true)
         let (id, user) = try await session.me()
         var partitions = [RChatPartitions.user(id), RChatPartitions.allUsers]
         if let room { partitions.append(RChatPartitions.conversation(try session.conversation(room, of: user).id)) }
@@ -133,7 +133,7 @@ struct Watch: AsyncParsableCommand {
                 group.cancelAll()
             }
         }
-        await session.finish()
+        try await session.finish()
     }
 
     /// Says when the connection drops and when it is back: meanwhile the view shows what is

@@ -17,7 +17,7 @@ struct Rooms: AsyncParsableCommand {
         for conversation in user.conversations {
             print(Self.line(for: conversation, me: user.userName, chatsters: chatsters))
         }
-        await session.finish()
+        try await session.finish()
     }
 
     /// `Team (c-…) unread 2 — Bob B. <bob@example.com> On-Line, carol@example.com Off-Line (pending)`
@@ -49,8 +49,8 @@ struct Create: AsyncParsableCommand {
         try await session.client.write(
             [.arrayAppend(try ObjectKey(collection: User.collection, id: id), path: try Path(parsing: "conversations"), value: try JSONValue(encoding: conversation))],
             in: RChatPartitions.user(id))
+        try await session.finish()
         print("Created \(name) (\(conversation.id)).")
-        await session.finish()
     }
 }
 
@@ -72,8 +72,8 @@ struct Profile: AsyncParsableCommand {
         }
         guard !operations.isEmpty else { throw ValidationError("nothing to change: give --display-name or --presence") }
         try await session.client.write(operations, in: RChatPartitions.user(id))
+        try await session.finish()
         print("Profile updated.")
-        await session.finish()
     }
 }
 

@@ -24,12 +24,15 @@ struct Session {
     let connection: Task<Void, Never>
     let options: Options
 
-    static func start(_ options: Options) throws -> Session {
+    /// `present`: whether the user counts as On-Line while the command runs; only `watch`,
+    /// which stays, makes them present (a `send` or a `read` connects for a moment).
+    static func start(_ options: Options, present: Bool = false) throws -> Session {
         var logger = Logger(label: "rchat")
         logger.logLevel = ProcessInfo.processInfo.environment["RCHAT_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .error
         guard let url = URL(string: options.server) else { throw ValidationError("--server is not a URL") }
         var configuration = SyncClientConfiguration(serverURL: url, storePath: options.home + "/store.sqlite", logger: logger)
         configuration.maximumReconnectDelay = .seconds(2)
+        configuration.countsInPresence = present
         let client = try SyncClient(configuration: configuration)
         let connection = Task { await client.run() }
         return Session(client: client, connection: connection, options: options)
@@ -73,9 +76,10 @@ struct Session {
         throw ValidationError("no room named \(name); see `rchat rooms`")
     }
 
-    /// Sends the queue if online, then stops. Returns whether everything was sent.
+    /// Sends the queue if online, then stops. Returns whether everything was sent; a write the
+    /// server refused is printed with its code (on standard error) and the command exits 1.
     @discardableResult
-    func finish() async -> Bool {
+    func finish() async throws -> Bool {
         var sent = (try? await client.unacknowledgedWrites()) == 0
         if !sent, await client.connectionStatus == .online {
             sent = await client.waitUntilUploaded(timeout: .seconds(options.wait * 2))
@@ -86,6 +90,14 @@ struct Session {
         }
         connection.cancel()
         await connection.value
+        let refusals = await client.refusedWrites
+        guard refusals.isEmpty else {
+            for refusal in refusals {
+                FileHandle.standardError.write(
+                    Data("Refused by the server (\(refusal.partition): \(refusal.error.code): \(refusal.error.message)); nothing of it was kept.\n".utf8))
+            }
+            throw ExitCode(1)
+        }
         return sent
     }
 

@@ -15,6 +15,9 @@ struct DocumentationExcerptTests {
         var language: String
         var text: [String]
         var excerptOf: String?
+        /// For a block marked `<!-- file: <path> -->`: the whole file a guide writes at that path
+        /// (docs/APPS.md's first application; `scripts/check-apps-guide.sh` writes and builds it).
+        var fileOf: String?
     }
 
     /// The fenced blocks of a markdown file, each with the excerpt marker before it, if any.
@@ -23,10 +26,16 @@ struct DocumentationExcerptTests {
         var blocks: [Block] = []
         var index = 0
         var marker: String?
+        var file: String?
+        func value(of line: String, after prefix: String) -> String {
+            line.dropFirst(prefix.count).replacingOccurrences(of: "-->", with: "").trimmingCharacters(in: .whitespaces)
+        }
         while index < lines.count {
             let line = lines[index].trimmingCharacters(in: .whitespaces)
             if line.hasPrefix("<!-- excerpt:") {
-                marker = line.dropFirst("<!-- excerpt:".count).replacingOccurrences(of: "-->", with: "").trimmingCharacters(in: .whitespaces)
+                marker = value(of: line, after: "<!-- excerpt:")
+            } else if line.hasPrefix("<!-- file:") {
+                file = value(of: line, after: "<!-- file:")
             } else if line.hasPrefix("```") {
                 let language = String(line.dropFirst(3))
                 var text: [String] = []
@@ -35,10 +44,12 @@ struct DocumentationExcerptTests {
                     text.append(lines[index])
                     index += 1
                 }
-                blocks.append(Block(document: document, line: index - text.count, language: language, text: text, excerptOf: marker))
+                blocks.append(Block(document: document, line: index - text.count, language: language, text: text, excerptOf: marker, fileOf: file))
                 marker = nil
+                file = nil
             } else if !line.isEmpty {
                 marker = nil
+                file = nil
             }
             index += 1
         }
@@ -82,12 +93,20 @@ struct DocumentationExcerptTests {
         #expect(checked >= 10, "only \(checked) excerpts found")
     }
 
-    @Test("every Swift block of docs/APPS.md is an excerpt of compiled code")
+    @Test("every Swift block of docs/APPS.md is an excerpt of compiled code, or a whole file of the guide's first application")
     func appsGuide() throws {
         let blocks = try Self.blocks(of: "docs/APPS.md").filter { $0.language == "swift" }
         #expect(!blocks.isEmpty)
         for block in blocks {
-            #expect(block.excerptOf != nil, "docs/APPS.md:\(block.line): a Swift block without an excerpt marker")
+            #expect(
+                block.excerptOf != nil || block.fileOf != nil,
+                "docs/APPS.md:\(block.line): a Swift block without an excerpt or file marker")
         }
+        // The first application is a whole package: its manifest, its sources and a test,
+        // each path written once (scripts/check-apps-guide.sh builds and tests it).
+        let files = blocks.compactMap(\.fileOf)
+        #expect(files.contains("Package.swift"))
+        #expect(files.contains { $0.hasPrefix("Tests/") })
+        #expect(Set(files).count == files.count, "a file of the guide is written twice: \(files)")
     }
 }

@@ -89,6 +89,19 @@ final class RunningCommand: Sendable {
         throw TestTimeout(what: "\(text.debugDescription) in the output of rchat \(process.arguments?.first ?? ""):\n\(output)")
     }
 
+    /// Where the output is now, for ``waitFor(_:since:timeout:)``.
+    var mark: Int { output.utf8.count }
+
+    /// Waits until the output printed after `mark` contains `text`.
+    func waitFor(_ text: String, since mark: Int, timeout: Duration = .seconds(30)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if String(decoding: output.utf8.dropFirst(mark), as: UTF8.self).contains(text) { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TestTimeout(what: "\(text.debugDescription) in the output of rchat \(process.arguments?.first ?? "") after byte \(mark):\n\(output)")
+    }
+
     /// Waits until the process exits and its output is read; returns its status.
     func waitForExit(timeout: Duration) async throws -> Int32 {
         let deadline = ContinuousClock.now + timeout

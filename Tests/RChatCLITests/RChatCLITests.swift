@@ -54,12 +54,18 @@ struct RChatCLITests {
 
                 // Carol sees the unread count, reads, and the count goes back to zero.
                 _ = try await carol.eventually(["rooms"], contains: "unread 1")
-                // Carol's commands bring her on line for a moment: Bob's live view shows it.
-                try await watch.waitFor("\(carol.email) is On-Line")
+                // A command connects for a moment and does not bring her on line (issue 34: no
+                // flapping in Bob's view); her own watch does, while it runs.
+                let carolsWatch = try carol.start(["watch", "--seconds", "120"])
+                // (a process to start, then two triggers: presence, then the Chatster copy)
+                try await watch.waitFor("\(carol.email) is On-Line", timeout: .seconds(90))
                 let read = try await carol.ok(["read", "Team"])
                 #expect(read.contains("Team: 1 message(s)"))
                 #expect(read.contains("\(ann.email): hello from ann"))
                 _ = try await carol.eventually(["rooms"], contains: "unread 0")
+                let mark = watch.mark
+                await carolsWatch.stop()
+                try await watch.waitFor("\(carol.email) is Off-Line", since: mark)
 
                 // A photo and a location arrive with the message.
                 let photo = root + "/photo.bin"
@@ -80,6 +86,8 @@ struct RChatCLITests {
                 #expect(!queued.contains("Sent to"))
                 try await server.start()
                 await watch.stop()  // its connection went with the server; a new watch follows
+                // Carol came on line once, with her watch; none of her commands showed her.
+                #expect(watch.output.components(separatedBy: "\(carol.email) is On-Line").count == 2, "\(watch.output)")
                 let afterwards = try await carol.ok(["rooms"])
                 #expect(!afterwards.contains("queued"))
                 let messages = try await bob.eventually(["read", "Team"], contains: "sent while the server was down")
@@ -102,12 +110,88 @@ struct RChatCLITests {
                 #expect(try await ann.ok(["profile", "--display-name", "Ann A."]).contains("Profile updated"))
                 // (the Chatster trigger copies it; members' room lists show it)
                 _ = try await bob.eventually(["rooms"], contains: "Ann A. <\(ann.email)>")
+                // A write the server refuses is reported with its code, and the command exits 1
+                // (issue 34: it printed "Profile updated." and exited 0).
+                let tooLong = try await ann.run(["profile", "--display-name", String(repeating: "n", count: 101)])
+                #expect(tooLong.status == 1, "\(tooLong.output)")
+                #expect(tooLong.output.contains("validation_failed"), "\(tooLong.output)")
+                #expect(!tooLong.output.contains("Profile updated"), "\(tooLong.output)")
 
                 // Logged out, commands ask to log in.
                 try await carol.ok(["logout"])
                 let refused = try await carol.run(["rooms"])
                 #expect(refused.status != 0)
                 #expect(refused.output.contains("not signed in"))
+            } catch {
+                await server.kill()
+                throw error
+            }
+            await server.stop()
+        }
+    }
+
+    @Test("issue 34, finding 2: a watch and other commands of one user share a store: no locked store, nothing falsely queued, a write queued offline by one process is sent once")
+    func twoProcessesOneStore() async throws {
+        let root = NSTemporaryDirectory() + "rchat-cli-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try await TestDatabase.with(exclusive: true) { db in
+            let server = try ServerProcess(database: db.url)
+            try await server.start()
+            do {
+                let ann = RChatCLI(email: "ann@example.com", server: server.baseURL, root: root)
+                let bob = RChatCLI(email: "bob@example.com", server: server.baseURL, root: root)
+                for user in [ann, bob] { try await user.ok(["register", "--email", user.email, "--password", "correct horse battery"]) }
+                try await ann.ok(["create", "Team", bob.email])
+                _ = try await bob.eventually(["rooms"], contains: "Team")
+
+                // Bob's watch holds the store open while his other commands use it too.
+                let watch = try bob.start(["watch", "Team", "--seconds", "300"])
+                try await watch.waitFor("Team: 0 unread")
+                for round in 1...3 {
+                    var mark = watch.mark
+                    #expect(try await ann.ok(["send", "Team", "round \(round)"]).contains("Sent to Team"))
+                    try await watch.waitFor("\(ann.email): round \(round)", since: mark)
+                    try await watch.waitFor("Team: 1 unread", since: mark)
+                    mark = watch.mark
+                    let read = try await bob.ok(["read", "Team"])
+                    #expect(read.contains("round \(round)"))
+                    #expect(!read.contains("queued"), "round \(round): \(read)")
+                    #expect(!read.contains("locked"), "round \(round): \(read)")
+                    try await watch.waitFor("Team: 0 unread", since: mark)
+                }
+                // Bob's own message goes through the store the watch holds open too (and, as in
+                // RChat, raises his own count).
+                var mark = watch.mark
+                let sent = try await bob.ok(["send", "Team", "a reply"])
+                #expect(sent.contains("Sent to Team"), "\(sent)")
+                try await watch.waitFor("\(bob.email): a reply", since: mark)
+                try await watch.waitFor("Team: 1 unread", since: mark)
+                mark = watch.mark
+                #expect(!(try await bob.ok(["read", "Team"])).contains("queued"))
+                try await watch.waitFor("Team: 0 unread", since: mark)
+                #expect(!watch.output.contains("locked"), "\(watch.output)")
+
+                // Offline, what another of Bob's processes does shows in his watch at once (it
+                // follows the store, not only the server): the room read, a message queued.
+                mark = watch.mark
+                #expect(try await ann.ok(["send", "Team", "before the outage"]).contains("Sent to Team"))
+                try await watch.waitFor("Team: 1 unread", since: mark)
+                await server.kill()
+                mark = watch.mark
+                let readOffline = try await bob.ok(["read", "Team"], wait: 1)
+                #expect(readOffline.contains("before the outage"))
+                try await watch.waitFor("Team: 0 unread", since: mark)
+                mark = watch.mark
+                let queued = try await bob.ok(["send", "Team", "written offline"], wait: 1)
+                #expect(queued.contains("queued"))
+                try await watch.waitFor("\(bob.email): written offline", since: mark)
+                #expect(watch.output.contains("Connection lost"))
+                // Back on line, whichever of Bob's processes is connected sends it; it is stored once.
+                try await server.start()
+                try await watch.waitFor("Connected again.", since: mark, timeout: .seconds(60))
+                let messages = try await ann.eventually(["read", "Team"], contains: "written offline")
+                #expect(messages.components(separatedBy: "written offline").count == 2, "\(messages)")  // exactly once
+                await watch.stop()
             } catch {
                 await server.kill()
                 throw error

@@ -29,4 +29,25 @@ struct PresenceOrderTests {
             })
         }
     }
+
+    @Test("issue 34: a client connected for one command (presence=off) does not make its user On-Line, so a watch sees no flapping")
+    func briefSessionsDoNotCount() async throws {
+        try await RChatHarness.with { db, server in
+            let store = db.store()
+            let tokens = try await server.register("brief@example.com")
+            let user = key("User", tokens.userID)
+            #expect(try await RChatHarness.eventually(timeout: .seconds(30)) { try await store.body(of: user)?["presence"] == "Off-Line" })
+            // A command's session, held open throughout.
+            let brief = try await TestSyncClient.connect(url: server.webSocketURL + "?presence=off", token: tokens.accessToken)
+            #expect(try await brief.next() == .ready(userId: tokens.userID))
+            // A session that counts comes and goes: when it closes the user is Off-Line again,
+            // although the command's session is still open (it would count as one more otherwise).
+            let watch = try await server.connect(token: tokens.accessToken)
+            #expect(try await watch.next() == .ready(userId: tokens.userID))
+            #expect(try await RChatHarness.eventually(timeout: .seconds(30)) { try await store.body(of: user)?["presence"] == "On-Line" })
+            _ = await watch.close()
+            #expect(try await RChatHarness.eventually(timeout: .seconds(30)) { try await store.body(of: user)?["presence"] == "Off-Line" })
+            _ = await brief.close()
+        }
+    }
 }

@@ -27,9 +27,26 @@ struct EndpointAccessTests {
         }
     }
 
+    @Test("the WebSocket's presence parameter is on or off; anything else is answered 400 bad_request before the upgrade")
+    func presenceParameter() async throws {
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url) { server in
+                let tokens = try await server.register("ann@example.com")
+                for value in ["on", "off"] {
+                    #expect(try await Self.upgradeStatus(port: server.port, token: tokens.accessToken, query: "?presence=\(value)").status == 101)
+                }
+                for value in ["maybe", "OFF", ""] {
+                    let refused = try await Self.upgradeStatus(port: server.port, token: tokens.accessToken, query: "?presence=\(value)")
+                    #expect(refused.status == 400, "presence=\(value)")
+                    #expect(refused.text.contains("bad_request"), "presence=\(value): \(refused.text)")
+                }
+            }
+        }
+    }
+
     /// The status line (and what follows) of a WebSocket upgrade request sent on a raw socket.
-    static func upgradeStatus(port: Int, token: String?) async throws -> (status: Int, text: String) {
-        var request = "GET /v1/sync HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+    static func upgradeStatus(port: Int, token: String?, query: String = "") async throws -> (status: Int, text: String) {
+        var request = "GET /v1/sync\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
         request += "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         if let token { request += "Authorization: Bearer \(token)\r\n" }
         request += "\r\n"

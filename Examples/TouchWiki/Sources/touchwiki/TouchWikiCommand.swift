@@ -30,18 +30,46 @@ struct Options: ParsableArguments {
 
     /// Runs `body` with a connected session, then sends what was queued (if it can).
     func run(_ body: (TouchWikiSession) async throws -> Void) async throws {
+        try await perform { session in
+            try await body(session)
+            return nil
+        }
+    }
+
+    /// Runs a command that writes: `done` (what `body` returns) is printed once the server has
+    /// taken every write, and not when a write is still queued (offline) or was refused.
+    func write(_ body: (TouchWikiSession) async throws -> String) async throws {
+        try await perform(body)
+    }
+
+    /// Runs `body`, sends what was queued (if it can), and tells the truth about it: a write the
+    /// server refused is printed with its code and the command exits 1; writes still queued
+    /// are said to be queued.
+    private func perform(_ body: (TouchWikiSession) async throws -> String?) async throws {
         guard let url = URL(string: server) else { throw ValidationError("--server is not a URL") }
         let session = try TouchWikiSession(server: url, home: home)
         let connection = Task { await session.client.run() }
         defer { connection.cancel() }
-        try await body(session)
+        let done = try await body(session)
         if await session.client.waitUntilOnline(timeout: waiting) {
             _ = await session.client.waitUntilUploaded(timeout: waiting * 6)
         }
         let pending = try await session.client.unacknowledgedWrites()
-        if pending > 0 { print("\(pending) change(s) queued; the next command that reaches the server sends them.") }
         connection.cancel()
         await connection.value
+        let refusals = await session.client.refusedWrites
+        guard refusals.isEmpty else {
+            for refusal in refusals {
+                FileHandle.standardError.write(
+                    Data("Refused by the server (\(refusal.partition): \(refusal.error.code): \(refusal.error.message)); nothing of it was kept.\n".utf8))
+            }
+            throw ExitCode(1)
+        }
+        if pending > 0 {
+            print("\(pending) change(s) queued; the next command that reaches the server sends them.")
+        } else if let done {
+            print(done)
+        }
     }
 }
 
@@ -122,9 +150,9 @@ struct Create: AsyncParsableCommand {
     @Argument var title: String
 
     func run() async throws {
-        try await options.run { session in
+        try await options.write { session in
             let id = try await session.createWiki(title: title)
-            print("Created \(title) (\(id)).")
+            return "Created \(title) (\(id))."
         }
     }
 }
@@ -150,9 +178,9 @@ struct AddMember: AsyncParsableCommand {
     @Argument var email: String
 
     func run() async throws {
-        try await options.run { session in
+        try await options.write { session in
             try await session.setMember(email, of: try await wiki.id(session, options), adding: true, wait: options.waiting)
-            print("\(email) is a member of \(wiki.wiki).")
+            return "\(email) is a member of \(wiki.wiki)."
         }
     }
 }
@@ -164,9 +192,9 @@ struct RemoveMember: AsyncParsableCommand {
     @Argument var email: String
 
     func run() async throws {
-        try await options.run { session in
+        try await options.write { session in
             try await session.setMember(email, of: try await wiki.id(session, options), adding: false, wait: options.waiting)
-            print("\(email) is no longer a member of \(wiki.wiki).")
+            return "\(email) is no longer a member of \(wiki.wiki)."
         }
     }
 }
@@ -297,9 +325,9 @@ struct Publish: AsyncParsableCommand {
     @Argument(help: "The page's name.") var page: String
 
     func run() async throws {
-        try await options.run { session in
+        try await options.write { session in
             try await session.publish(page, of: try await wiki.id(session, options))
-            print("Published \(page).")
+            return "Published \(page)."
         }
     }
 }

@@ -24,6 +24,11 @@ struct StoryTests {
                 // Ann makes a wiki, writes its home page and lets Bob in.
                 let created = try await ann.succeed("create", "Mobile Dev")
                 let wiki = try #require(created.split(separator: "(").last?.split(separator: ")").first.map(String.init), "\(created)")
+                // A write the server refuses is reported with its code, and the command exits 1
+                // (issue 34: it printed "Created" and exited 0).
+                let refused = try await ann.run("create", String(repeating: "t", count: 201))
+                #expect(refused.status == 1, "\(refused.output)")
+                #expect(refused.output.contains("validation_failed") && !refused.output.contains("Created"), "\(refused.output)")
                 _ = try await ann.succeed("edit", wiki, "Home", editing: "# Home\nWelcome. See [[Sync Client]].\n")
                 #expect(try await ann.succeed("drafts").contains("\(wiki): Home"))
                 _ = try await ann.succeed("publish", wiki, "Home")
