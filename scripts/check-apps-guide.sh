@@ -4,7 +4,8 @@
 # linked as `PartitionSync`), every `<!-- guide: run -->` block run in order in one shell,
 # every `<!-- file: <path> -->` block written whole at its path, so `swift test` builds and
 # runs the tests the guide wrote; then the `<!-- guide: server -->` command starts the server
-# on an embedded database and a free port until /ready answers, and SIGTERM stops it.
+# on an embedded database and a free port until /ready answers, and SIGTERM stops it
+# (scripts/serve-until-ready.sh).
 # SwiftPM's build folder is shared with the examples' (.build-examples, scripts/check-examples.sh)
 # through PSYNC_GUIDE_SCRATCH, so PartitionSync's own modules are not compiled once more.
 set -euo pipefail
@@ -62,27 +63,6 @@ echo "== docs/APPS.md's first application, followed in $work"
 
 command=$(cat "$work/server-command")
 app=$(cat "$work/app-dir")
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-echo "== $command (in $app, port $port)"
-(cd "$app" && PSYNC_PORT=$port PSYNC_DATA_DIR=$work/postgres exec $command) >"$work/server.log" 2>&1 &
-server=$!
-ready=0
-for _ in $(seq 1 600); do
-    if curl -sf "http://127.0.0.1:$port/ready" >/dev/null; then ready=1; break; fi
-    kill -0 "$server" 2>/dev/null || break
-    sleep 0.2
-done
-kill -TERM "$server" 2>/dev/null || true
-status=0
-wait "$server" || status=$?
-if [ "$ready" -ne 1 ]; then
-    echo "the guide's server did not become ready:" >&2
-    tail -40 "$work/server.log" >&2
-    exit 1
-fi
-if [ "$status" -ne 0 ]; then
-    echo "the guide's server exited $status on SIGTERM:" >&2
-    tail -40 "$work/server.log" >&2
-    exit 1
-fi
+# shellcheck disable=SC2086  # the guide's command, split into its words
+"$root/scripts/serve-until-ready.sh" "$app" "the guide's server" $command
 echo "docs/APPS.md's first application: built, its tests passed, its server started and stopped on SIGTERM"

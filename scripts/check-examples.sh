@@ -23,26 +23,7 @@ for example in Examples/*/; do
     command=$(awk '/^## Run it/{section=1} section && /^```sh/{block=1; next} block && /^```/{exit} block' "$example/README.md" \
         | sed -E 's/[[:space:]]+#.*$//' | grep -E '^swift run ' | head -1)
     [ -n "$command" ] || { echo "$example/README.md has no 'swift run' in its Run it block" >&2; exit 1; }
-    data=$(mktemp -d /tmp/psync-example-XXXXXX)
-    chmod 755 "$data"
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    echo "== example $name: $command (port $port, data in $data)"
-    (cd "$example" && PSYNC_PORT=$port PSYNC_DATA_DIR=$data/postgres exec ${command/#swift run /swift run --scratch-path $scratch }) >"$data/server.log" 2>&1 &
-    server=$!
-    ready=0
-    for _ in $(seq 1 600); do
-        if curl -sf "http://127.0.0.1:$port/ready" >/dev/null; then ready=1; break; fi
-        kill -0 "$server" 2>/dev/null || break
-        sleep 0.2
-    done
-    kill -TERM "$server" 2>/dev/null || true
-    wait "$server" || true
-    if [ "$ready" -ne 1 ]; then
-        echo "$name's server did not become ready:" >&2
-        tail -40 "$data/server.log" >&2
-        exit 1
-    fi
-    echo "example $name: its server started on the embedded database and stopped on SIGTERM"
-    rm -rf "$data"
+    # shellcheck disable=SC2086  # the README's command, split into its words
+    scripts/serve-until-ready.sh "$example" "example $name" ${command/#swift run /swift run --scratch-path $scratch }
 done
 cd "$root"

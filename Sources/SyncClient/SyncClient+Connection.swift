@@ -192,7 +192,7 @@ extension SyncClient {
             }
             answer(requestId, .rejected)
             publish(partition)
-            refusals.append((requestId, partition, error))
+            refusals.append(RefusedWrite(requestId: requestId, partition: partition, error: error))
             if refusals.count > 100 { refusals.removeFirst(refusals.count - 100) }
             emit(.rejected(requestId: requestId, partition: partition, error: error))
         case .error(let error, let partition):

@@ -30,7 +30,7 @@ public actor SyncClient {
     var observers: [Partition: [UUID: AsyncStream<PartitionSnapshot>.Continuation]] = [:]
     var eventObservers: [UUID: AsyncStream<ClientEvent>.Continuation] = [:]
     /// The last writes the server refused, oldest first (``refusedWrites``).
-    var refusals: [(requestId: String, partition: Partition, error: SyncError)] = []
+    var refusals: [RefusedWrite] = []
     var answerWaiter: (requestId: String, continuation: CheckedContinuation<UploadAnswer, Never>)?
     var uploadWakeup: CheckedContinuation<Void, Never>?
     var signedInWakeup: CheckedContinuation<Void, Never>?
@@ -180,7 +180,7 @@ public actor SyncClient {
     /// The last 100 writes the server refused since this client was made (each also reported
     /// as ``ClientEvent/rejected(requestId:partition:error:)``), oldest first: what a
     /// short-lived tool reports before it exits.
-    public var refusedWrites: [(requestId: String, partition: Partition, error: SyncError)] { refusals }
+    public var refusedWrites: [RefusedWrite] { refusals }
 
     /// Connection changes, refused writes, ended subscriptions, sign-outs.
     public func events() -> AsyncStream<ClientEvent> {

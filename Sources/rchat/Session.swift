@@ -93,8 +93,7 @@ struct Session {
         let refusals = await client.refusedWrites
         guard refusals.isEmpty else {
             for refusal in refusals {
-                FileHandle.standardError.write(
-                    Data("Refused by the server (\(refusal.partition): \(refusal.error.code): \(refusal.error.message)); nothing of it was kept.\n".utf8))
+                FileHandle.standardError.write(Data("\(refusal)\n".utf8))
             }
             throw ExitCode(1)
         }
