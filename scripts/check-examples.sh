@@ -17,7 +17,7 @@ for example in Examples/*/; do
     (cd "$example" && swift build --build-tests --scratch-path "$scratch" && swift test --scratch-path "$scratch")
     if [ -x "$example/scripts/test-web.sh" ]; then
         echo "== example $name: scripts/test-web.sh (its web app in headless Chromium)"
-        COUCHCHAT_SCRATCH="$scratch" "$example/scripts/test-web.sh"
+        COUCHCHAT_SCRATCH="$scratch" TOUCHWIKI_SCRATCH="$scratch" "$example/scripts/test-web.sh"
     fi
 
     command=$(awk '/^## Run it/{section=1} section && /^```sh/{block=1; next} block && /^```/{exit} block' "$example/README.md" \

@@ -18,10 +18,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
-        // The model, rules, validator, triggers and indexes.
+        // The model, rules, validator, triggers and indexes, and the web app (`Web`, served at /app/).
         .target(
             name: "TouchWiki",
-            dependencies: [.product(name: "PartitionSync", package: "PartitionSync")]
+            dependencies: [.product(name: "PartitionSync", package: "PartitionSync")],
+            resources: [.copy("Web")]
         ),
         // The server: `PartitionSyncCommand` serving TouchWiki.
         .executableTarget(

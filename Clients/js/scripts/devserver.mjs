@@ -1,5 +1,6 @@
-// Serves the SDK and its browser tests from this folder and passes /v1/*, /health, /ready
-// and /metrics (HTTP and the WebSocket upgrade) to a PartitionSync server, so that the pages
+// Serves the SDK and its browser tests from this folder and passes /v1/*, /health, /ready,
+// /metrics (HTTP and the WebSocket upgrade) and /sdk/js/* (the SDK as the server serves it, which
+// docs/CLIENT.md's example imports) to a PartitionSync server, so that the pages
 // and the server share one origin (the server sends no CORS headers). While the server is
 // down the pass-through answers 502 and refuses upgrades: the pages see the server gone.
 //
@@ -15,7 +16,7 @@ const port = Number(args.port ?? 8090);
 const backend = Number(args.backend ?? 8080);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const types = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.html': 'text/html', '.json': 'application/json', '.md': 'text/plain' };
-const passed = (/** @type {string} */ url) => /^\/(v1\/|health|ready|metrics)/.test(url);
+const passed = (/** @type {string} */ url) => /^\/(v1\/|health|ready|metrics|sdk\/js\/)/.test(url);
 
 const server = http.createServer((request, response) => {
     const url = request.url ?? '/';

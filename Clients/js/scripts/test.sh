@@ -1,6 +1,7 @@
 #!/bin/sh
-# Runs every check of the JavaScript SDK: the types (tsc --checkJs), the pure logic and the
-# client loop under `node --test` (no browser), then the browser tests in headless Chromium
+# Runs every check of the JavaScript SDK: the types (tsc --checkJs, of the SDK and of the
+# JavaScript blocks of docs/CLIENT.md), the pure logic and the client loop under `node --test`
+# (no browser), then the browser tests in headless Chromium (docs/CLIENT.md's example among them)
 # against a real `psync serve` (PSYNC_BIN, default the debug build, .build/debug/psync) started on a free
 # loopback port. Ends with `N passed, N failed`; exits non-zero on any failure.
 # Install what it needs first: scripts/install.sh
@@ -11,6 +12,13 @@ failed=0
 
 echo "== tsc --checkJs"
 if tsc -p tsconfig.json; then passed=$((passed + 1)); echo "PASS tsc"; else failed=$((failed + 1)); echo "FAIL tsc"; fi
+
+echo "== docs/CLIENT.md's JavaScript, taken out and type-checked (the browser tests run it)"
+if node test/docs/extract.mjs && tsc -p test/docs/tsconfig.json; then
+    passed=$((passed + 1)); echo "PASS tsc docs/CLIENT.md"
+else
+    failed=$((failed + 1)); echo "FAIL tsc docs/CLIENT.md"
+fi
 
 echo "== node --test"
 node --test test/unit/ > /tmp/psync-js-unit.$$ 2>&1

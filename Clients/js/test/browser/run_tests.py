@@ -308,7 +308,8 @@ def test_blob_upload_and_download_with_digest_check(server, browser):
     me = register(browser, store_name(), address)
     partition = f"user={me}"
     browser.js("await harness.client.openPartition(args[0]);", partition)
-    browser.until(f"client.isUpToDate('{partition}')")
+    # The server's trigger makes the User record after registration: wait until it has arrived.
+    browser.until(f"client.isUpToDate('{partition}') && (await client.objects('{partition}')).length === 1")
     digest = browser.js("""
         const bytes = new Uint8Array(200000);
         for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + 7) % 251;
@@ -376,6 +377,34 @@ def test_wiped_store_recovers_from_the_server(server, browser):
     browser.until("events.some(e => e.type === 'storeReset') && client.userId === null")
 
 
+def test_client_md_example_runs(server, browser):
+    """The JavaScript block of docs/CLIENT.md, taken out of the document as it stands
+    (test/docs/extract.mjs) and run as a module of a page of the server's origin, importing the
+    SDK from the server's /sdk/js/: it registers, opens the user's partition and writes the
+    name, which its output shows once the server has it; a change written by another client
+    (another store, another WebSocket) then shows in its output, live."""
+    subprocess.run(["node", os.path.join(ROOT, "test", "docs", "extract.mjs")], check=True, capture_output=True)
+    browser.driver.get(f"{browser.origin}/test/docs/example.html?block=1")
+    WebDriverWait(browser.driver, WAIT).until(lambda d: d.title != "loading")
+    assert browser.driver.title == "done", browser.driver.title
+    output = "return document.querySelector('output')?.textContent ?? '';"
+    WebDriverWait(browser.driver, WAIT).until(lambda d: d.execute_script(output) == '{"displayName":"Ann"} (0 unsent)')
+    example = browser.driver.current_window_handle
+
+    browser.open_page(new_tab=True)
+    browser.js("""
+        await harness.open(args[0]);
+        const userId = await harness.client.login('ann@example.com', 'correct horse battery');
+        const mine = await harness.client.openPartition(`user=${userId}`);
+        await harness.client.waitUntil(async () => (await mine.object('User', userId))?.body.userPreferences?.displayName === 'Ann', 20000);
+        await mine.write([{op: 'set', collection: 'User', id: userId, path: 'userPreferences.displayName', value: 'Ann from elsewhere'}]);
+        await harness.until('(await client.unacknowledgedWrites()) === 0');
+    """, store_name())
+    browser.driver.switch_to.window(example)
+    WebDriverWait(browser.driver, WAIT).until(lambda d: d.execute_script(output) == '{"displayName":"Ann from elsewhere"} (0 unsent)')
+
+
+
 TESTS = [
     test_snapshot_and_live_change_between_two_clients,
     test_offline_write_survives_reload_and_is_applied_exactly_once,
@@ -383,6 +412,7 @@ TESTS = [
     test_two_tabs_share_one_websocket_without_duplicate_uploads,
     test_blob_upload_and_download_with_digest_check,
     test_wiped_store_recovers_from_the_server,
+    test_client_md_example_runs,
 ]
 
 

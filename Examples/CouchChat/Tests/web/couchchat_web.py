@@ -74,7 +74,9 @@ class MailSink:
                     with open(os.path.join(self.directory, name), encoding="utf-8") as mail:
                         record = json.load(mail)
                     if address in record["to"]:
-                        found = re.search(r"\b([A-Z2-9]{4}-[A-Z2-9]{4})\b", record["data"])
+                        # In the body only: a header (a Message-ID, a date) may hold digits that look like a code.
+                        body = re.split(r"\r?\n\r?\n", record["data"], maxsplit=1)[-1]
+                        found = re.search(r"\b([A-Z2-9]{4}-[A-Z2-9]{4})\b", body)
                         if found:
                             return found.group(1)
             return None

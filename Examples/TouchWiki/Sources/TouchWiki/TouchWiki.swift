@@ -1,3 +1,4 @@
+import Foundation
 import PartitionSync
 
 /// TouchWiki, the Couchbase Lite wiki demo, on PartitionSync: wikis with an owner and members,
@@ -7,7 +8,8 @@ import PartitionSync
 /// await PartitionSyncCommand.main(application: .touchWiki)
 /// ```
 public enum TouchWiki {
-    /// The application: rules, the validator, the triggers and the index they search by.
+    /// The application: rules, the validator, the triggers and the index they search by, and
+    /// the web app.
     public static var application: SyncApplication {
         var permissions = Permissions()
         permissions.register(WikiRule(), forKey: "wiki")
@@ -25,8 +27,18 @@ public enum TouchWiki {
                 try! .field(collection: WikiPage.collection, path: "wiki_id"),
                 try! .field(collection: Wiki.collection, path: "owner_id"),
                 try! .arrayContains(collection: Wiki.collection, path: "members"),
-            ])
+            ],
+            web: web)
     }
+
+    /// The web app (`Sources/TouchWiki/Web`, plain ES modules on the JavaScript SDK), served at
+    /// `/app/`: read once from the target's resources.
+    static let web: WebApp = {
+        guard let folder = Bundle.module.url(forResource: "Web", withExtension: nil) else {
+            fatalError("TouchWiki's Web resources are missing from the bundle")
+        }
+        do { return try WebApp(folder: folder) } catch { fatalError("TouchWiki's web app: \(error)") }
+    }()
 
     /// What TouchWiki calls a user (the seed's user ids): the email of their account,
     /// lowercased. `nil` for services and deleted accounts.
