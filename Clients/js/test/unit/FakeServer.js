@@ -5,7 +5,10 @@ import { applyOperations } from '../../src/protocol/OperationApplier.js';
  * same process through fake sockets: enough of the contract (auth, subscribe with cursors,
  * uploads answered once per request id, changes to subscribers) to test the client's loop
  * without a network. `online = false` refuses connections; `dropAckOnce` applies an upload and
- * closes the connection instead of answering it.
+ * closes the connection instead of answering it. `pageSize` splits a subscription's pages
+ * (the first of several says the catch-up's `total`, as the server does for `progress`);
+ * `resetNext` answers the next subscription with a reset whatever its cursor (a restored or
+ * pruned history).
  */
 export class FakeServer {
     constructor() {
@@ -26,6 +29,8 @@ export class FakeServer {
         /** @type {Map<string, Uint8Array>} bytes GET /v1/blobs answers */
         this.blobBodies = new Map();
         this.connections = 0;
+        this.pageSize = Infinity;
+        this.resetNext = false;
     }
 
     /** @param {string} name */
@@ -64,12 +69,20 @@ export class FakeServer {
             case 'subscribe': {
                 socket.subscriptions.add(message.partition);
                 const p = this.partition(message.partition);
-                const from = message.cursor === null ? -1 : Number(String(message.cursor).slice(1));
+                const from = message.cursor === null || this.resetNext ? -1 : Number(String(message.cursor).slice(1));
+                this.resetNext = false;
                 const objects = [...p.objects.values()].filter((o) => o.version > from && !(from < 0 && o.deleted));
-                return socket.deliver({
-                    type: 'changes', partition: message.partition, reset: from < 0, upToDate: true,
-                    cursor: `v${p.version}`, version: p.version, objects,
-                });
+                const pages = Math.max(1, Math.ceil(objects.length / this.pageSize));
+                for (let page = 0; page < pages; page += 1) {
+                    const last = page === pages - 1;
+                    socket.deliver({
+                        type: 'changes', partition: message.partition, reset: from < 0 && page === 0, upToDate: last,
+                        cursor: last ? `v${p.version}` : `v${from}`, version: p.version,
+                        objects: objects.slice(page * this.pageSize, (page + 1) * this.pageSize),
+                        ...(message.progress && page === 0 && !last ? { total: objects.length } : {}),
+                    });
+                }
+                return undefined;
             }
             case 'unsubscribe':
                 socket.subscriptions.delete(message.partition);

@@ -208,3 +208,51 @@ test('email verification: the account, a new code and a code entered go to their
     assert.deepEqual(calls[3].body, { code: 'K7QM-4XPA' });
     await client.close?.();
 });
+
+test('a reset replaces the local copy with the server state and keeps the pending writes, each applied once', async () => {
+    const server = new FakeServer();
+    const { client, clock } = await makeClient(server);
+    const room = await client.openPartition(P);
+    await room.write([{ op: 'put', collection: 'Counter', id: 'c', body: { n: 0 } }, { op: 'put', collection: 'Note', id: 'gone', body: { t: 'x' } }]);
+    assert.ok(await client.waitUntil(async () => (await client.unacknowledgedWrites()) === 0 && client.isUpToDate(P), WAIT));
+    // Offline, a write waits; meanwhile the server's history is replaced (a restored database):
+    // the note is no longer there and the counter stands at 10.
+    server.online = false;
+    server.dropAll(1006);
+    assert.ok(await client.waitUntil(() => client.status === 'offline', WAIT));
+    await room.write([{ op: 'increment', collection: 'Counter', id: 'c', path: 'n', by: 1 }]);
+    const p = server.partition(P);
+    p.version += 1;
+    p.objects.set('Counter/c', { collection: 'Counter', id: 'c', version: p.version, deleted: false, body: { _id: 'c', partition: P, n: 10 } });
+    p.objects.delete('Note/gone');
+    server.resetNext = true;
+    server.online = true;
+    clock.advance(60_000);
+    assert.ok(await client.waitUntil(async () => (await client.unacknowledgedWrites()) === 0 && client.isUpToDate(P), WAIT));
+    assert.equal(server.partition(P).objects.get('Counter/c').body.n, 11);
+    assert.ok([...server.applied.values()].every((n) => n === 1));
+    const objects = await client.objects(P);
+    assert.equal(objects.find((o) => o.id === 'c')?.body.n, 11);
+    assert.equal(objects.find((o) => o.id === 'gone'), undefined, 'the reset dropped what the server no longer has');
+    client.close();
+});
+
+test('a catch-up in several pages reports its progress, then is up to date', async () => {
+    const server = new FakeServer();
+    const p = server.partition(P);
+    for (let i = 0; i < 5; i += 1) {
+        p.version += 1;
+        p.objects.set(`Note/n${i}`, { collection: 'Note', id: `n${i}`, version: p.version, deleted: false, body: { _id: `n${i}`, partition: P, i } });
+    }
+    server.pageSize = 2;
+    const { client } = await makeClient(server);
+    /** @type {string[]} */
+    const seen = [];
+    client.observe(P, (snapshot) => { if (snapshot.progress) seen.push(`${snapshot.progress.received}/${snapshot.progress.total}`); });
+    await client.openPartition(P);
+    assert.ok(await client.waitUntil(() => client.isUpToDate(P), WAIT));
+    assert.equal((await client.objects(P)).length, 5);
+    assert.ok(seen.includes('2/5') && seen.includes('4/5'), `progress seen: ${seen}`);
+    assert.equal((await client.snapshot(P)).progress, null, 'no progress once up to date');
+    client.close();
+});
