@@ -14,7 +14,10 @@ scratch="$root/.build-examples"
 for example in Examples/*/; do
     name=$(basename "$example")
     echo "== example $name: swift build --build-tests && swift test"
-    (cd "$example" && swift build --build-tests --scratch-path "$scratch" && swift test --scratch-path "$scratch")
+    build_log=$(mktemp)
+    (cd "$example" && swift build --build-tests --scratch-path "$scratch") 2>&1 | tee "$build_log"
+    scripts/check-no-warnings.sh "$build_log"
+    (cd "$example" && swift test --scratch-path "$scratch")
     if [ -x "$example/scripts/test-web.sh" ]; then
         echo "== example $name: scripts/test-web.sh (its web app in headless Chromium)"
         COUCHCHAT_SCRATCH="$scratch" TOUCHWIKI_SCRATCH="$scratch" "$example/scripts/test-web.sh"
