@@ -256,3 +256,88 @@ test('a catch-up in several pages reports its progress, then is up to date', asy
     assert.equal((await client.snapshot(P)).progress, null, 'no progress once up to date');
     client.close();
 });
+
+/** Waits (bounded) until `condition` holds: for what the client does not announce (a request it made). @param {() => boolean} condition */
+async function eventually(condition) {
+    for (let waited = 0; waited < WAIT; waited += 10) {
+        if (condition()) return true;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    return condition();
+}
+
+test('a token refresh that fails on the network keeps the user signed in and is tried again with the same token; one the server refuses signs out', async () => {
+    const server = new FakeServer();
+    /** @type {string[]} refresh tokens presented */
+    const presented = [];
+    let refreshAnswer = 'network down';
+    const base = fakeFetch(server);
+    /** @type {typeof fetch} */
+    const fetchFunction = async (input, init) => {
+        if (String(input).includes('/v1/auth/refresh')) {
+            presented.push(JSON.parse(String(init?.body)).refreshToken);
+            if (refreshAnswer === 'network down') throw new TypeError('fetch failed');
+            return new Response(JSON.stringify({ error: { code: 'unauthenticated', message: 'revoked' } }), { status: 401 });
+        }
+        return base(input, init);
+    };
+    const clock = new ManualClock(Date.parse('2026-11-25T12:00:00Z'));
+    const client = await SyncClient.open({
+        serverURL: 'http://127.0.0.1:1', store: new MemoryStore(), clock, random: () => 0.5,
+        webSocket: (url) => server.socket(url), fetch: fetchFunction,
+    });
+    await client.login('ann@example.com', 'correct horse');
+    /** @type {string[]} */
+    const events = [];
+    client.on((event) => events.push(event.type));
+    await client.openPartition(P);
+    assert.ok(await client.waitUntil(() => client.isUpToDate(P), WAIT));
+    // The access token (900 s) comes within the refresh margin: the refresh fails on the network.
+    clock.advance(850_000);
+    assert.ok(await eventually(() => presented.length >= 1));
+    // (the clock moves on in steps until the client tries again: its retry is scheduled once
+    // the failure is handled, after the request was seen here)
+    const later = () => { clock.advance(5_000); return false; };
+    assert.ok(await eventually(() => presented.length >= 2 || later()), 'tried again');
+    assert.equal(client.userId, 'u1', 'still signed in');
+    assert.ok(!events.includes('signedOut'));
+    assert.ok(presented.every((token) => token === 'r'), 'the same refresh token, which the server answers again within its grace');
+    // The server refuses it (revoked): signed out, said once.
+    refreshAnswer = 'unauthenticated';
+    assert.ok(await eventually(() => client.userId === null || later()), `refreshes: ${presented.length}, user: ${client.userId}`);
+    assert.ok(await eventually(() => events.includes('signedOut')));
+    client.close();
+});
+
+test('downloaded blobs are kept within blobCacheBytes, the least recently used out first', async () => {
+    const server = new FakeServer();
+    const clock = new ManualClock(Date.parse('2026-11-25T12:00:00Z'));
+    const client = await SyncClient.open({
+        serverURL: 'http://127.0.0.1:1', store: new MemoryStore(), clock, random: () => 0.5, blobCacheBytes: 25,
+        webSocket: (url) => server.socket(url), fetch: fakeFetch(server),
+    });
+    await client.login('ann@example.com', 'correct horse');
+    const { digestOf } = await import('../../src/protocol/BlobReference.js');
+    /** @param {string} text */
+    const reference = async (text) => {
+        const bytes = new TextEncoder().encode(text);
+        const digest = await digestOf(bytes);
+        server.blobBodies.set(digest, bytes);
+        return { '@blob': digest, length: bytes.length, contentType: 'text/plain' };
+    };
+    const a = await reference('aaaaaaaaaa');
+    const b = await reference('bbbbbbbbbb');
+    const c = await reference('cccccccccc');
+    await client.blob(a, P);
+    clock.advance(1000);
+    await client.blob(b, P);
+    clock.advance(1000);
+    await client.blob(a, P); // a is used again: b is now the least recently used
+    clock.advance(1000);
+    await client.blob(c, P); // 30 bytes > 25: one goes
+    server.blobBodies.clear();
+    assert.equal(await (await client.blob(a, P)).text(), 'aaaaaaaaaa', 'a is still cached');
+    assert.equal(await (await client.blob(c, P)).text(), 'cccccccccc', 'c is still cached');
+    await assert.rejects(client.blob(b, P), 'b was evicted and the server no longer has it');
+    client.close();
+});
