@@ -303,7 +303,7 @@ let package = Package(
         // Runs the `rchat` executable (built with the tests) as separate processes.
         .testTarget(
             name: "RChatCLITests",
-            dependencies: ["SyncTesting"],
+            dependencies: ["SyncTesting", "SyncProtocol", "SyncStorage"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
