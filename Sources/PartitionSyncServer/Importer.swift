@@ -116,15 +116,14 @@ package struct Importer: Sendable {
         while true {
             let source: SourceDocument
             do {
-                guard let next = try reader.next() else { break }
+                let next = try Self.nextDocument({ () throws(ImportError) in try reader.next() }) { error in
+                    report.record(refuse(ImportReport.Refusal(error, collection: collection)), collection: collection, partition: nil)
+                }
+                guard let next else { break }
                 source = next
             } catch {
-                guard Self.skippable(error.kind) else {
-                    try await flush(&batch, into: &report)
-                    throw error
-                }
-                report.record(refuse(ImportReport.Refusal(error, collection: collection)), collection: collection, partition: nil)
-                continue
+                try await flush(&batch, into: &report)
+                throw error
             }
             batch.bytes += Int(source.byteOffset - previousOffset)
             progress.bytes = startBytes + source.byteOffset
@@ -247,6 +246,22 @@ package struct Importer: Sendable {
             code: error.code.rawValue, message: error.message, file: source.file, documentNumber: source.number, line: source.line,
             documentID: source.id?.displayText, field: error.details?["field"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 },
             collection: collection)
+    }
+
+    /// The next document `next` reads, `nil` after the last; a document that cannot be read
+    /// or decoded is given to `refused` and passed over (the reader is at the next one); the
+    /// error of a file that cannot be read on is thrown.
+    static func nextDocument(
+        _ next: () throws(ImportError) -> SourceDocument?, refused: (ImportError) -> Void
+    ) throws(ImportError) -> SourceDocument? {
+        while true {
+            do {
+                return try next()
+            } catch {
+                guard skippable(error.kind) else { throw error }
+                refused(error)
+            }
+        }
     }
 
     /// Errors of one document, after which the reader is at the next one.

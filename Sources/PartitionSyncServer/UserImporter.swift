@@ -16,15 +16,10 @@ struct UserImporter {
         var reader = try MongoExportReader(path: path)
         let accounts = PasswordTokenStore(store: store)
         while true {
-            let source: SourceDocument
-            do {
-                guard let next = try reader.next() else { break }
-                source = next
-            } catch {
-                guard Importer.skippable(error.kind) else { throw error }
+            let next = try Importer.nextDocument({ () throws(ImportError) in try reader.next() }) { error in
                 report.recordUser(refuse(ImportReport.Refusal(error, collection: nil)))
-                continue
             }
+            guard let source = next else { break }
             let user: AppServicesUser
             do {
                 user = try AppServicesUser(document: source.document)
