@@ -116,10 +116,10 @@ struct Import: AsyncParsableCommand {
         let terminal = isatty(STDERR_FILENO) != 0
         let output = Importer.Output(
             progress: { line in
-                FileHandle.standardError.write(Data((terminal ? line : line + "\n").utf8))
+                Self.write(terminal ? line : line + "\n")
             },
             refusal: { refusal in
-                FileHandle.standardError.write(Data(((terminal ? "\r\u{1B}[K" : "") + refusal.description + "\n").utf8))
+                Self.write((terminal ? "\r\u{1B}[K" : "") + refusal.description + "\n")
             },
             token: { userID, email, token in try tokens.write(userID: userID, email: email, token: token) })
         let report = try await database.withMigratedClient(logger: logger) { client in
@@ -129,7 +129,7 @@ struct Import: AsyncParsableCommand {
                 progressStyle: terminal ? .bar(width: 30) : .lines
             ).run()
         }
-        if terminal { FileHandle.standardError.write(Data("\n".utf8)) }
+        if terminal { Self.write("\n") }
         for line in report.lines { print(line) }
         if let reportJSON {
             guard FileManager.default.createFile(atPath: reportJSON, contents: Data(report.json.jsonBytes)) else {
@@ -138,6 +138,13 @@ struct Import: AsyncParsableCommand {
         }
         if report.failure != nil { throw ExitCode(2) }
         if report.total.refused + report.users.refused > 0 { throw ExitCode(1) }
+    }
+}
+
+extension Import {
+    /// Writes to standard error; an output closed meanwhile (`| head`) is no reason to stop.
+    static func write(_ text: String) {
+        try? FileHandle.standardError.write(contentsOf: Data(text.utf8))
     }
 }
 
@@ -168,7 +175,7 @@ final class TokenSink: @unchecked Sendable {
             try handle.write(contentsOf: line)
             try handle.synchronize()
         } else {
-            FileHandle.standardOutput.write(line)
+            try FileHandle.standardOutput.write(contentsOf: line)
         }
     }
 }

@@ -8,8 +8,8 @@ import Synchronization
 
 /// The documents of one import transaction, gathered until the batch is full, with the blobs
 /// their binary fields became.
-struct ImportBatch {
-    struct Entry {
+struct ImportBatch: Sendable {
+    struct Entry: Sendable {
         var upload: Upload
         var collection: String
         var source: SourceDocument

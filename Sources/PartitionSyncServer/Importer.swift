@@ -111,6 +111,7 @@ package struct Importer: Sendable {
         let collector = BlobCollector(maximumBytes: options.blobMaximumBytes)
         let mapper = JSONMapper(policy: collector.policy(for: application.importing))
         var batch = ImportBatch()
+        var writing: Writing?
         var previousOffset: Int64 = 0
         let startBytes = progress.bytes
         while true {
@@ -122,7 +123,8 @@ package struct Importer: Sendable {
                 guard let next else { break }
                 source = next
             } catch {
-                try await flush(&batch, into: &report)
+                try await flush(&batch, writing: &writing, into: &report)
+                try await finish(&writing, into: &report)
                 throw error
             }
             batch.bytes += Int(source.byteOffset - previousOffset)
@@ -148,11 +150,12 @@ package struct Importer: Sendable {
                 report.record(refuse(refusal), collection: collection, partition: nil)
             }
             if batch.isFull(documents: options.batchDocuments, bytes: options.batchBytes) {
-                try await flush(&batch, into: &report)
+                try await flush(&batch, writing: &writing, into: &report)
                 tick(progress)
             }
         }
-        try await flush(&batch, into: &report)
+        try await flush(&batch, writing: &writing, into: &report)
+        try await finish(&writing, into: &report)
         tick(progress)
     }
 
@@ -183,10 +186,42 @@ package struct Importer: Sendable {
         }
     }
 
-    /// Writes a batch (publishing its blobs first) and counts what became of each document.
-    private func flush(_ batch: inout ImportBatch, into report: inout ImportReport) async throws {
-        defer { batch = ImportBatch() }
+    /// The batch being written while the next one is read and mapped: at most one, so two
+    /// batches are in memory at the most, and their transactions never overlap.
+    struct Writing {
+        var batch: ImportBatch
+        var task: Task<[ObjectStore.ImportOutcome], any Error>
+    }
+
+    /// Starts writing `batch` (after the one being written is done and counted) and empties it.
+    private func flush(_ batch: inout ImportBatch, writing: inout Writing?, into report: inout ImportReport) async throws {
+        try await finish(&writing, into: &report)
         guard !batch.isEmpty else { return }
+        let full = batch
+        batch = ImportBatch()
+        writing = Writing(batch: full, task: Task { try await write(full) })
+    }
+
+    /// Waits for the batch being written and counts what became of each of its documents.
+    private func finish(_ writing: inout Writing?, into report: inout ImportReport) async throws {
+        guard let current = writing else { return }
+        writing = nil
+        let outcomes = try await current.task.value
+        for (entry, outcome) in zip(current.batch.entries, outcomes) {
+            let partition = entry.upload.partition.description
+            switch outcome {
+            case .imported:
+                report.record(.imported, collection: entry.collection, partition: partition)
+            case .unchanged:
+                report.record(.unchanged, collection: entry.collection, partition: partition)
+            case .refused(let error):
+                report.record(refuse(Self.refusal(error, entry.source, collection: entry.collection)), collection: entry.collection, partition: partition)
+            }
+        }
+    }
+
+    /// Writes a batch in one transaction (publishing its blobs first); what became of each document.
+    private func write(_ batch: ImportBatch) async throws -> [ObjectStore.ImportOutcome] {
         if !options.dryRun { try await publish(batch.blobs) }
         let permissions = application.permissions
         let principal = self.principal
@@ -202,19 +237,8 @@ package struct Importer: Sendable {
         }
         let provisional = options.dryRun
             ? batch.blobs.map { BlobReference(digest: $0.key, length: Int64($0.value.bytes.count), contentType: $0.value.contentType) } : []
-        let outcomes = try await store.importObjects(
+        return try await store.importObjects(
             batch.entries.map(\.upload), validate: validate, commit: !options.dryRun, provisionalBlobs: provisional)
-        for (entry, outcome) in zip(batch.entries, outcomes) {
-            let partition = entry.upload.partition.description
-            switch outcome {
-            case .imported:
-                report.record(.imported, collection: entry.collection, partition: partition)
-            case .unchanged:
-                report.record(.unchanged, collection: entry.collection, partition: partition)
-            case .refused(let error):
-                report.record(refuse(Self.refusal(error, entry.source, collection: entry.collection)), collection: entry.collection, partition: partition)
-            }
-        }
     }
 
     /// Stores the bytes of the blobs not stored yet, and records the import's service as a
