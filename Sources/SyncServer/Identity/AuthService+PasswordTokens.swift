@@ -15,11 +15,13 @@ extension AuthService {
     package func setPassword(token: String, password: String) async throws -> Tokens {
         guard token.utf8.count <= 256 else { throw SyncError(.invalidToken, "this password-set token is unknown, used or expired") }
         try checkPassword(password)
+        let tokens = PasswordTokenStore(store: store)
+        let refusal = SyncError(.invalidToken, "this password-set token is unknown, used or expired")
+        // A guess costs a look-up, not a password hash.
+        guard try await tokens.isLive(token: token) else { throw refusal }
         let hash = try await hasher.hash(password)
         let verifies = !configuration.emailVerification.required
-        guard let userID = try await PasswordTokenStore(store: store).setPassword(token: token, passwordHash: hash, verifies: verifies) else {
-            throw SyncError(.invalidToken, "this password-set token is unknown, used or expired")
-        }
+        guard let userID = try await tokens.setPassword(token: token, passwordHash: hash, verifies: verifies) else { throw refusal }
         logger.info("imported account's password set", metadata: ["userId": "\(userID)"])
         return try await issueTokens(userID: userID, family: UUID())
     }

@@ -84,6 +84,15 @@ package struct PasswordTokenStore: Sendable {
         }
     }
 
+    /// Whether `token` is a live token (unknown, used and expired ones are not): checked
+    /// before the password is hashed, so a guess costs no hashing.
+    package func isLive(token: String) async throws -> Bool {
+        let rows = try await client.fetch(
+            "SELECT 1 FROM psync_password_tokens WHERE token_hash = \(Self.hash(token)) AND expires_at > now()", logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
     /// Spends `token` and sets its account's password hash to `passwordHash` (marking its
     /// email verified too when `verifies`, with the `verified` event); the account's id, or
     /// `nil` for a token that is unknown, used or expired.
