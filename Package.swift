@@ -211,6 +211,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "PartitionSync",
+                "SyncImport",
                 "SyncStorage",
                 "SyncServer",
                 "SyncTriggers",
@@ -220,6 +221,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                // SHA-256 of the blobs an import stores.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -312,7 +316,7 @@ let package = Package(
         // Runs the `rchat` executable (built with the tests) as separate processes.
         .testTarget(
             name: "RChatCLITests",
-            dependencies: ["Locking", "SyncTesting"],
+            dependencies: ["Locking", "SyncTesting", "SyncProtocol", "SyncStorage"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -335,6 +339,17 @@ let package = Package(
             dependencies: ["SyncImport", "SyncProtocol"],
             // Read in place (by #filePath), never bundled.
             exclude: ["Fixtures"],
+            swiftSettings: swiftSettings
+        ),
+        // `import` against a real database: RChat's export in every format, refusals, users,
+        // and a real `psync import` process killed midway and resumed.
+        .testTarget(
+            name: "ImportTests",
+            dependencies: [
+                "Locking", "PartitionSyncServer", "SyncImport", "SyncTesting", "RChat", "PartitionSync", "SyncServer", "SyncStorage",
+                "SyncProtocol", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The code blocks of README.md, docs/ and the examples' READMEs are excerpts of compiled code.

@@ -29,11 +29,13 @@ results = [json.loads(line) for line in lines]
 for result in results:
     assert isinstance(result, dict), result
     print("bench smoke:", result["scenario"], "ok")
-expected = {"ingest", "latency", "fanout", "bootstrap", "connections", "blobs"}
+expected = {"ingest", "latency", "fanout", "bootstrap", "connections", "blobs", "import"}
 got = {result["scenario"] for result in results}
 assert got == expected, f"scenarios {sorted(got)}, expected {sorted(expected)}"
 ingest = next(result for result in results if result["scenario"] == "ingest")
 assert "messagesPerSecond" in ingest["ceiling"], "ingest ran without its ceiling (the relay)"
+imported = next(result for result in results if result["scenario"] == "import")
+assert imported["documentsPerSecond"] > 0 and imported["floor"]["copyRowsPerSecond"] > 0, "import ran without its floor (COPY)"
 PY
 
 # Without its server, psync-bench exits 2 with one sentence naming the build command.

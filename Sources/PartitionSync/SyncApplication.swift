@@ -15,11 +15,17 @@ public struct SyncApplication: Sendable {
     public var indexes: [ObjectIndex]
     /// The web app the server serves at `/app/` (and `/` redirects to), or `nil` for none.
     public var web: WebApp?
+    /// How `import` brings the application's MongoDB data in (docs/MIGRATING.md).
+    public var importing: ImportMapping
 
-    public init(permissions: Permissions, triggers: [Trigger] = [], indexes: [ObjectIndex] = [], web: WebApp? = nil) {
+    public init(
+        permissions: Permissions, triggers: [Trigger] = [], indexes: [ObjectIndex] = [], web: WebApp? = nil,
+        importing: ImportMapping = ImportMapping()
+    ) {
         self.permissions = permissions
         self.triggers = triggers
         self.indexes = indexes
         self.web = web
+        self.importing = importing
     }
 }

@@ -4,8 +4,8 @@ import Locking
 import Logging
 import PartitionSync
 
-/// The whole server command of an application: `serve` (the default), `migrate`, `apikey`
-/// and `triggers`, with every flag and environment variable, the embedded PostgreSQL when
+/// The whole server command of an application: `serve` (the default), `migrate`, `apikey`,
+/// `triggers` and `import`, with every flag and environment variable, the embedded PostgreSQL when
 /// there is no `DATABASE_URL`, logging, metrics and graceful shutdown, exactly as `psync`
 /// has them. An application's executable is a main of a few lines:
 ///
@@ -66,7 +66,7 @@ struct Root: AsyncParsableCommand {
         CommandConfiguration(
             commandName: Served.commandName,
             abstract: "A PartitionSync server: partition-based sync on PostgreSQL, and its administration.",
-            subcommands: [Serve.self, Migrate.self, APIKey.self, Triggers.self],
+            subcommands: [Serve.self, Migrate.self, APIKey.self, Triggers.self, Import.self],
             defaultSubcommand: Serve.self)
     }
 }

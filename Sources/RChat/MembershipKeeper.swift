@@ -46,6 +46,26 @@ struct MembershipKeeper {
         try await context.apply(operations)
     }
 
+    /// An imported User record (docs/MIGRATING.md): every conversation it lists is a
+    /// membership it had in the app it came from, which the operator vouched for by importing
+    /// it, so the user becomes a member of each (the first one imported its creator). Nothing
+    /// is taken out of the record, and no invitation is delivered: each member's own record
+    /// was exported with its copy.
+    func adopt(_ userID: String, _ user: User) async throws {
+        var seen: Set<String> = []
+        let listed = user.conversations.map(\.id).filter { limits.isConversationID($0) && seen.insert($0).inserted }
+        let stored = try await context.objects(Membership.self, ids: listed)
+        var operations: [Partition: [SyncOperation]] = [:]
+        for id in listed {
+            var membership = stored[id] ?? Membership(conversation: id, creator: userID, members: [])
+            guard !membership.contains(userID) else { continue }
+            membership.members.append(userID)
+            operations[Membership.partition(id), default: []].append(try membership.putOperation())
+        }
+        guard !operations.isEmpty else { return }
+        try await context.apply(operations)
+    }
+
     /// Ends `userID`'s membership of each of `conversations`.
     func leave(_ userID: String, conversations: Set<String>) async throws {
         for id in conversations.sorted() where limits.isConversationID(id) {

@@ -37,7 +37,23 @@ public enum RChat {
             indexes: [
                 try! .field(collection: User.collection, path: "userName"),
                 try! .arrayElements(collection: User.collection, path: "conversations", field: "id"),
-            ])
+            ],
+            importing: importMapping)
+    }
+
+    /// How `psync import` brings an Atlas Device Sync RChat in (docs/MIGRATING.md): the
+    /// photos' pictures become blobs (``Photo/picture`` is a blob reference), their
+    /// thumbnails stay inline as base64 (``Photo/thumbNail`` is `Data`); the `partition` field
+    /// is RChat's own.
+    public static var importMapping: ImportMapping {
+        ImportMapping(binaryFields: [
+            .init("userPreferences.avatarImage.picture", in: User.collection, as: .blob(contentType: "image/jpeg")),
+            .init("avatarImage.picture", in: Chatster.collection, as: .blob(contentType: "image/jpeg")),
+            .init("image.picture", in: ChatMessage.collection, as: .blob(contentType: "image/jpeg")),
+            .init("userPreferences.avatarImage.thumbNail", in: User.collection, as: .base64),
+            .init("avatarImage.thumbNail", in: Chatster.collection, as: .base64),
+            .init("image.thumbNail", in: ChatMessage.collection, as: .base64),
+        ])
     }
 }
 

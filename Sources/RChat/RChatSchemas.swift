@@ -6,7 +6,21 @@ import PartitionSync
 /// with room for a few small fields of a client's own.
 enum RChatSchemas {
     static func all(limits: RChatLimits) -> [DocumentSchema] {
-        [user(limits), message(limits)]
+        [user(limits), message(limits), chatster(limits)]
+    }
+
+    /// The public part of a User record. No client writes a Chatster (the `all-users` rule
+    /// refuses every write); this bounds what `psync import` brings in (docs/MIGRATING.md).
+    static func chatster(_ limits: RChatLimits) -> DocumentSchema {
+        DocumentSchema(
+            collection: Chatster.collection, maximumBodyBytes: 64 << 10 + 2 * limits.maximumAvatarBytes,
+            fields: [
+                .init("userName", .nullable(.string(maximumLength: limits.maximumUserNameLength)), required: false),
+                .init("displayName", .nullable(.string(maximumLength: limits.maximumDisplayNameLength)), required: false),
+                .init("avatarImage", .nullable(photo(limits)), required: false),
+                .init("lastSeenAt", .nullable(.date), required: false),
+                .init("presence", .oneOf([Presence.onLine.rawValue, Presence.offLine.rawValue, Presence.hidden.rawValue])),
+            ])
     }
 
     /// A photo: a thumbnail inline (base64, as the seed keeps it; within the avatar bound) and

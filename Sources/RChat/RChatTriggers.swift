@@ -17,8 +17,12 @@ public enum RChatTriggers {
     /// existed, and passed it over. The user name is the account's email, so the records are
     /// made once it is verified: at registration when the server does not verify emails, or
     /// when the owner enters the code (docs/SECURITY.md, "Identity").
+    ///
+    /// An account that has its User record already (an account imported with its data,
+    /// docs/MIGRATING.md, verifying its email later) keeps it as it is.
     public static let userRegistered = Trigger(name: "rchat.user-registered", kinds: [.user], operations: [.registered, .verified]) { event, context in
         guard let userID = event.userID, let email = event.verifiedEmail else { return }
+        if event.operation == .verified, try await context.body(of: RChat.userKey(userID)) != nil { return }
         // Under the user's presence lock: a session opening after this read commits after this
         // transaction, so its event finds the record.
         let online = try await context.openSessions(of: userID) > 0
@@ -59,6 +63,13 @@ public enum RChatTriggers {
                 return
             }
             let chatster = Chatster(mirroring: user)
+            if event.operation == .import {
+                // Imported with its data (docs/MIGRATING.md): the Chatster was exported too,
+                // and is made only if it was not; the conversations listed are memberships.
+                if try await context.body(of: RChat.chatsterKey(userID)) == nil { try await context.save(chatster, in: RChat.allUsers) }
+                try await keeper.adopt(userID, user)
+                return
+            }
             if event.operation == .insert || before.map(Chatster.init(mirroring:)) != chatster {
                 try await context.save(chatster, in: RChat.allUsers)
             }
@@ -122,7 +133,7 @@ public enum RChatTriggers {
     /// or their pending members. Also decides which User changes are recorded as events at
     /// all, so it is cheap and passes over unread counts.
     @Sendable static func concernsChatsterOrMembers(_ event: ChangeEvent) -> Bool {
-        if event.operation == .insert || event.operation == .delete { return true }
+        if event.operation == .insert || event.operation == .delete || event.operation == .import { return true }
         // The unread-count trigger only raises counts: its writes (one per member and message
         // run, each record listing every member of its rooms) need no look at the members.
         if event.author == unreadCountsAuthor { return false }

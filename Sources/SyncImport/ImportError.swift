@@ -28,6 +28,12 @@ public struct ImportError: Error, Sendable, Hashable, CustomStringConvertible {
         case tooDeep
         /// The caller's policy refused the value (a closure of ``ImportPolicy`` threw).
         case refusedByPolicy
+        /// The document has no `_id`, or one that cannot be an object id.
+        case invalidID = "invalidId"
+        /// The document has no partition field, or its value names no partition.
+        case invalidPartition
+        /// An App Services user of a users export that cannot become an account.
+        case invalidUser
     }
 
     public var kind: Kind

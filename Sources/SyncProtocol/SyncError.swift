@@ -71,6 +71,9 @@ public struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {
         /// replaced by a newer one, or spent by too many wrong guesses).
         /// `details.attemptsLeft` says how many more guesses the live code takes.
         public static let invalidCode = Code("invalid_code")
+        /// A one-time token (an imported account's password-set token) that is unknown, used
+        /// or expired.
+        public static let invalidToken = Code("invalid_token")
     }
 
     public var code: Code

@@ -167,7 +167,7 @@ package final class AuthService: Sendable {
 
     // MARK: Input
 
-    static func checkEmail(_ email: String) throws(SyncError) {
+    package static func checkEmail(_ email: String) throws(SyncError) {
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
             email.utf8.count <= 254,

@@ -65,6 +65,13 @@ struct HTTPRoutes: Sendable {
             guard let code = body["code"]?.stringValue else { throw SyncError(.badRequest, "the body needs a string 'code'") }
             return Response.json(try await self.auth.verifyEmail(userID: userID, code: code).json)
         }
+        authGroup.post("password") { request, _ in
+            let body = try await request.jsonBody(limit: 64 << 10, maximumDepth: 2)
+            guard let token = body["token"]?.stringValue, let password = body["password"]?.stringValue else {
+                throw SyncError(.badRequest, "the body needs string fields 'token' and 'password'")
+            }
+            return Response.json(try await self.auth.setPassword(token: token, password: password).json)
+        }
         authGroup.post("logout") { request, _ in
             try await self.auth.logout(try await self.refreshToken(request))
             return Response(status: .noContent)

@@ -29,6 +29,11 @@ public struct ChangeEvent: Sendable, Hashable {
         public static let replace = Operation(rawValue: "replace")
         /// An object was deleted.
         public static let delete = Operation(rawValue: "delete")
+        /// An object was brought in by `psync import` (docs/MIGRATING.md), or a user account
+        /// was (kind `user`, its details naming the email): not written by a client, so a
+        /// trigger on `insert` does not see it; one that should (to build derived records
+        /// from imported data) names `import` among its operations (docs/TRIGGERS.md).
+        public static let `import` = Operation(rawValue: "import")
         /// A user registered.
         public static let registered = Operation(rawValue: "registered")
         /// A user proved that they receive mail at their account's email (docs/SECURITY.md,
@@ -121,7 +126,10 @@ struct PendingEvent {
     var depth: Int
 
     /// The event of an object change.
-    init(change: ObjectChange, partition: Partition, version: Int64, author: String, depth: Int) {
+    init(
+        change: ObjectChange, partition: Partition, version: Int64, author: String, depth: Int,
+        labelled label: ChangeEvent.Operation? = nil
+    ) {
         self.author = author
         self.depth = depth
         kind = .object
@@ -136,6 +144,7 @@ struct PendingEvent {
         case (.live, .live): operation = change.replaced ? .replace : .update
         default: operation = .insert
         }
+        if let label { operation = label }
         (changed, removed) = JSONDiff.paths(from: before, to: after)
     }
 

@@ -18,10 +18,11 @@ import SyncProtocol
 package final class ObjectStore: Sendable {
     package let client: PostgresClient
     package let configuration: StorageConfiguration
-    let logger: Logger
+    package let logger: Logger
     private let cachedEpoch = Locked<UUID?>(nil)
     let announcer: Announcer
     private let interest = Locked(EventInterest.all)
+    private let label = Locked<ChangeEvent.Operation?>(nil)
     private let announcing = Locked(true)
     private let observers = Locked<[@Sendable (Commit) -> Void]>([])
     /// Where the optimistic path guesses that put objects are new.
@@ -53,6 +54,16 @@ package final class ObjectStore: Sendable {
 
     /// Which change events write transactions record.
     package var eventInterest: EventInterest { interest.withLock { $0 } }
+
+    /// From now on, every object change this store writes is recorded as an event of
+    /// `operation` instead of insert, update, replace or delete (`nil`: as what it is). The
+    /// store of `psync import` labels its writes ``ChangeEvent/Operation/import``.
+    package func labelObjectEvents(as operation: ChangeEvent.Operation?) {
+        label.withLock { $0 = operation }
+    }
+
+    /// The label of object events (``labelObjectEvents(as:)``), if any.
+    package var objectEventLabel: ChangeEvent.Operation? { label.withLock { $0 } }
 
     /// Calls `observer` after each write transaction of this store commits, in the committing
     /// task, with what it changed: how this process's subscribers hear of its own commits

@@ -416,13 +416,14 @@ package final class WriteTransaction {
             }
         }
         let rows = every.indices.filter { last[every[$0].change.key] == $0 }.map { every[$0] }
+        let label = store.objectEventLabel
         for write in every {
             let (partition, version, change) = (write.partition, write.version, write.change)
             known[change.key] = (partition.description, change.after)
             touched[change.key] = (partition, version, change.after)
             touchLog.append(change.key)
             changes.append((partition, version, change))
-            events.append(PendingEvent(change: change, partition: partition, version: version, author: write.author, depth: write.depth))
+            events.append(PendingEvent(change: change, partition: partition, version: version, author: write.author, depth: write.depth, labelled: label))
         }
         let interest = store.eventInterest
         let recorded = !finishing ? [] : interest.recordsAll ? events : events.filter { interest.wants($0.event) }

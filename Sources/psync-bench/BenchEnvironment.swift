@@ -21,8 +21,11 @@ final class BenchEnvironment: Sendable {
     let store: ObjectStore
     let tokens: TokenIssuer
     let logger: Logger
+    /// The run's scratch folder (on the database's machine for the embedded cluster).
+    let folder: String
 
-    private init(database: DatabaseURL, client: PostgresClient, server: ServerProcess, tokens: TokenIssuer, logger: Logger) {
+    private init(database: DatabaseURL, client: PostgresClient, server: ServerProcess, tokens: TokenIssuer, logger: Logger, folder: String) {
+        self.folder = folder
         self.database = database
         self.client = client
         self.server = server
@@ -96,7 +99,7 @@ final class BenchEnvironment: Sendable {
         try await server.start(timeout: .seconds(60))
         let environment = BenchEnvironment(
             database: database, client: client, server: server,
-            tokens: try await TokenIssuer(secret: TestServer.jwtSecret, lifetime: .seconds(3600)), logger: logger)
+            tokens: try await TokenIssuer(secret: TestServer.jwtSecret, lifetime: .seconds(3600)), logger: logger, folder: folder)
         do {
             try await body(environment)
         } catch {

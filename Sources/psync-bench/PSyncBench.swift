@@ -13,7 +13,7 @@ struct PSyncBench: AsyncParsableCommand {
             object per scenario. Build both in release: `swift build -c release --product psync`, then \
             `swift run -c release psync-bench --quick`.
             """,
-        subcommands: [All.self, Ingest.self, Latency.self, Fanout.self, Bootstrap.self, Connections.self, Blobs.self, Soak.self, Relay.self],
+        subcommands: [All.self, Ingest.self, ImportCommand.self, Latency.self, Fanout.self, Bootstrap.self, Connections.self, Blobs.self, Soak.self, Relay.self],
         defaultSubcommand: All.self
     )
 }
@@ -33,6 +33,26 @@ struct All: AsyncParsableCommand {
             try await environment.report(BootstrapScenario(quick ? .quick : .init()).run(in: environment))
             try await environment.report(ConnectionsScenario(quick ? .quick : .init()).run(in: environment))
             try await environment.report(BlobScenario(quick ? .quick : .init()).run(in: environment))
+            try await environment.report(ImportScenario(quick ? .quick : .init()).run(in: environment))
+        }
+    }
+}
+
+struct ImportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "psync import of a mongoexport file of chat messages, in bounded memory; floor: PostgreSQL's COPY of the same rows.")
+    @OptionGroup var options: BenchOptions
+    @Option(help: "Documents in the export.") var documents = ImportScenario.Parameters().documents
+    @Option(help: "Conversations (partitions) they are spread over.") var conversations = ImportScenario.Parameters().conversations
+    @Option(help: "Documents per import transaction (psync import --batch-documents).") var batchDocuments = ImportScenario.Parameters().batchDocuments
+
+    func run() async throws {
+        let parameters = options.quick
+            ? ImportScenario.Parameters.quick
+            : .init(documents: documents, conversations: conversations, batchDocuments: batchDocuments)
+        try await BenchEnvironment.with(options) { environment in
+            try await environment.report(ImportScenario(parameters).run(in: environment))
         }
     }
 }

@@ -56,7 +56,7 @@ package struct AccountStore: Sendable {
         let rows = try await transaction.connection.query(
             """
             DELETE FROM psync_users
-            WHERE email_key = \(emailKey) AND email_verified_at IS NULL AND issuer IS NULL
+            WHERE email_key = \(emailKey) AND email_verified_at IS NULL AND issuer IS NULL AND imported_at IS NULL
               AND (\(age == nil) OR created_at < now() - make_interval(secs => \(age?.intervalSeconds ?? 0)))
             RETURNING id, email
             """, logger: transaction.logger)

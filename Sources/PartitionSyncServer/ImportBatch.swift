@@ -1,0 +1,93 @@
+import Foundation
+import Crypto
+import Locking
+import PartitionSync
+import SyncImport
+import SyncProtocol
+import SyncStorage
+
+/// The documents of one import transaction, gathered until the batch is full, with the blobs
+/// their binary fields became.
+struct ImportBatch: Sendable {
+    struct Entry: Sendable {
+        var upload: Upload
+        var collection: String
+        var source: SourceDocument
+    }
+
+    var entries: [Entry] = []
+    /// Bytes of the source documents, blobs included.
+    var bytes = 0
+    /// The bytes of each blob to publish before the batch is written.
+    var blobs: [BlobDigest: (bytes: [UInt8], contentType: String)] = [:]
+
+    var isEmpty: Bool { entries.isEmpty }
+
+    func isFull(documents: Int, bytes limit: Int) -> Bool {
+        entries.count >= documents || bytes >= limit
+    }
+}
+
+/// Receives the binary fields the application's mapping stores as blobs while a document is
+/// mapped (the mapping's closure is `@Sendable`): the bytes are taken under the lock and handed
+/// over after the document.
+final class BlobCollector: Sendable {
+    struct Taken {
+        var blobs: [(digest: BlobDigest, bytes: [UInt8], contentType: String)] = []
+        var base64Fields = 0
+    }
+
+    private let taken = Locked(Taken())
+    let maximumBytes: Int64
+
+    init(maximumBytes: Int64) {
+        self.maximumBytes = maximumBytes
+    }
+
+    /// The reference that replaces `field`'s bytes, keeping them to publish.
+    func blob(_ field: BinaryField, contentType: String) throws -> JSONValue {
+        let bytes = field.binary.bytes
+        guard Int64(bytes.count) <= maximumBytes else {
+            throw ImportError(
+                .refusedByPolicy, "the binary is \(bytes.count) bytes, more than the largest blob (--blob-max-bytes \(maximumBytes))",
+                path: field.path)
+        }
+        let digest = BlobDigest(sha256: SHA256.hash(data: bytes))
+        taken.withLock { $0.blobs.append((digest, bytes, contentType)) }
+        return BlobReference(digest: digest, length: Int64(bytes.count), contentType: contentType).json
+    }
+
+    func countBase64() {
+        taken.withLock { $0.base64Fields += 1 }
+    }
+
+    /// What was taken since the last call.
+    func take() -> Taken {
+        taken.withLock { taken in
+            defer { taken = Taken() }
+            return taken
+        }
+    }
+
+    /// The policy of the application's binary fields, its blobs taken here.
+    func policy(for mapping: ImportMapping) -> ImportPolicy {
+        var policy = BinaryPolicy(fallback: .blob { [self] field in
+            countBase64()
+            return .string(Data(field.binary.bytes).base64EncodedString())
+        })
+        for rule in mapping.binaryFields {
+            let treatment: BinaryTreatment
+            switch rule.treatment {
+            case .base64:
+                treatment = .blob { [self] field in
+                    countBase64()
+                    return .string(Data(field.binary.bytes).base64EncodedString())
+                }
+            case .blob(let contentType):
+                treatment = .blob { [self] field in try blob(field, contentType: contentType) }
+            }
+            policy = policy.storing(FieldPattern(rule.path), in: rule.collection, as: treatment)
+        }
+        return ImportPolicy(binary: policy)
+    }
+}

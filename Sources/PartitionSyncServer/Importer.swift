@@ -1,0 +1,355 @@
+import Foundation
+import Logging
+import NIOCore
+import PartitionSync
+import SyncImport
+import SyncProtocol
+import SyncStorage
+
+/// `import`'s work (docs/MIGRATING.md): reads the export files a document at a time, maps
+/// each (``DocumentPlacement``, the values by ``JSONMapper``, the application's
+/// ``ImportMapping``), and writes them in transactions of a bounded batch through the
+/// application's validators (``ObjectStore/importObjects(_:validate:commit:)``), so memory is
+/// bounded by the batch whatever the files' size. An object already stored is never written
+/// again: running the same import twice, or again after an interruption, stores each document
+/// once.
+package struct Importer: Sendable {
+    /// Where the import's lines go.
+    package struct Output: Sendable {
+        /// Progress (a bar on a terminal, lines otherwise).
+        package var progress: @Sendable (String) -> Void
+        /// Each refusal, as it happens.
+        package var refusal: @Sendable (ImportReport.Refusal) -> Void
+        /// Each imported account's one-time password-set token: user id, email, token.
+        package var token: @Sendable (String, String, String) throws -> Void
+
+        package init(
+            progress: @escaping @Sendable (String) -> Void, refusal: @escaping @Sendable (ImportReport.Refusal) -> Void,
+            token: @escaping @Sendable (String, String, String) throws -> Void
+        ) {
+            self.progress = progress
+            self.refusal = refusal
+            self.token = token
+        }
+    }
+
+    let store: ObjectStore
+    let application: SyncApplication
+    let options: ImportOptions
+    let output: Output
+    let progressStyle: ProgressMeter.Style
+    /// The clock of the progress and rate (injected by tests).
+    let now: @Sendable () -> ContinuousClock.Instant
+
+    package init(
+        store: ObjectStore, application: SyncApplication, options: ImportOptions, output: Output,
+        progressStyle: ProgressMeter.Style = .lines, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
+    ) {
+        self.store = store
+        self.application = application
+        self.options = options
+        self.output = output
+        self.progressStyle = progressStyle
+        self.now = now
+    }
+
+    var principal: Principal { .service(options.principal) }
+
+    /// The options' placement; the partition field stays when the options or the application say so.
+    var placement: DocumentPlacement {
+        var placement = options.placement
+        placement.keepsPartitionField = placement.keepsPartitionField || application.importing.keepsPartitionField
+        return placement
+    }
+
+    /// Runs the import; the report says what it did (and `failure`, what stopped it early).
+    package func run() async throws -> ImportReport {
+        var report = ImportReport(dryRun: options.dryRun, partitionLimit: options.reportPartitions, refusalLimit: options.reportRefusals)
+        let files = try Self.files(options.paths)
+        if !options.triggers { store.recordEvents(.matching { _ in false }) }
+        store.labelObjectEvents(as: .import)
+        if !options.dryRun { try await store.createIndexes(application.indexes) }
+        if let usersFile = options.usersFile {
+            try await UserImporter(store: store, options: options, output: output).run(usersFile, into: &report)
+        }
+        var meter = ProgressMeter(
+            style: progressStyle, interval: options.progressInterval ?? (progressStyle == .lines ? .seconds(5) : .milliseconds(200)),
+            totalBytes: Self.totalBytes(files))
+        let started = now()
+        var progress = Progress()
+        for file in files {
+            do {
+                try await importFile(file, into: &report, progress: &progress) { progress in
+                    if let line = meter.update(documents: progress.documents, bytes: progress.bytes, elapsed: started.duration(to: now())) {
+                        output.progress(line)
+                    }
+                }
+            } catch let error as ImportError {
+                report.failure = error.description
+                break
+            }
+        }
+        if let line = meter.update(documents: progress.documents, bytes: progress.bytes, elapsed: started.duration(to: now()), force: true) {
+            output.progress(line)
+        }
+        return report
+    }
+
+    /// Documents and bytes read so far, over all files.
+    struct Progress {
+        var documents = 0
+        var bytes: Int64 = 0
+    }
+
+    /// Imports one file; throws the ``ImportError`` of a file that cannot be read to its end
+    /// (after writing the documents before it).
+    private func importFile(
+        _ file: ExportFile, into report: inout ImportReport, progress: inout Progress, tick: (Progress) -> Void
+    ) async throws {
+        var reader = try ExportReader(file)
+        let collection = options.collection ?? file.collection
+        let collector = BlobCollector(maximumBytes: options.blobMaximumBytes)
+        let mapper = JSONMapper(policy: collector.policy(for: application.importing))
+        var batch = ImportBatch()
+        var writing: Writing?
+        var previousOffset: Int64 = 0
+        let startBytes = progress.bytes
+        while true {
+            let source: SourceDocument
+            do {
+                let next = try Self.nextDocument({ () throws(ImportError) in try reader.next() }) { error in
+                    report.record(refuse(ImportReport.Refusal(error, collection: collection)), collection: collection, partition: nil)
+                }
+                guard let next else { break }
+                source = next
+            } catch {
+                try await flush(&batch, writing: &writing, into: &report)
+                try await finish(&writing, into: &report)
+                throw error
+            }
+            batch.bytes += Int(source.byteOffset - previousOffset)
+            progress.bytes = startBytes + source.byteOffset
+            previousOffset = source.byteOffset
+            progress.documents += 1
+            report.conversions.count(source.document)
+            do {
+                let entry = try prepare(source, collection: collection, mapper: mapper)
+                let taken = collector.take()
+                report.base64Fields += taken.base64Fields
+                for blob in taken.blobs {
+                    report.blobs += 1
+                    report.blobBytes += Int64(blob.bytes.count)
+                    if batch.blobs[blob.digest] == nil {
+                        batch.blobs[blob.digest] = (blob.bytes, blob.contentType)
+                        batch.bytes += blob.bytes.count
+                    }
+                }
+                batch.entries.append(entry)
+            } catch let refusal as ImportReport.Refusal {
+                _ = collector.take()
+                report.record(refuse(refusal), collection: collection, partition: nil)
+            }
+            if batch.isFull(documents: options.batchDocuments, bytes: options.batchBytes) {
+                try await flush(&batch, writing: &writing, into: &report)
+                tick(progress)
+            }
+        }
+        try await flush(&batch, writing: &writing, into: &report)
+        try await finish(&writing, into: &report)
+        tick(progress)
+    }
+
+    /// The upload of one document, or its refusal (thrown).
+    private func prepare(_ source: SourceDocument, collection: String, mapper: JSONMapper) throws -> ImportBatch.Entry {
+        do {
+            let placement = self.placement
+            let (id, partition, field) = try placement.place(source.document)
+            var document = ImportMapping.Document(
+                collection: collection, id: id, partition: partition,
+                body: placement.body(try source.body(collection: collection, mapper: mapper), partitionField: field))
+            do {
+                try application.importing.document?(&document)
+            } catch {
+                throw ImportError(.refusedByPolicy, "the application's import mapping refused it: \(error)")
+            }
+            let key = try ObjectKey(collection: document.collection, id: document.id)
+            return ImportBatch.Entry(
+                upload: Upload(partition: document.partition, operations: [.put(key, body: document.body)], principal: principal.description),
+                collection: collection, source: source)
+        } catch let error as ImportError {
+            let located = error.located(
+                file: source.file, documentNumber: source.number, documentID: source.id?.displayText, byteOffset: source.byteOffset,
+                line: source.line)
+            throw ImportReport.Refusal(located, collection: collection)
+        } catch let error as SyncError {
+            throw Self.refusal(error, source, collection: collection)
+        }
+    }
+
+    /// The batch being written while the next one is read and mapped: at most one, so two
+    /// batches are in memory at the most, and their transactions never overlap.
+    struct Writing {
+        var batch: ImportBatch
+        var task: Task<[ObjectStore.ImportOutcome], any Error>
+    }
+
+    /// Starts writing `batch` (after the one being written is done and counted) and empties it.
+    private func flush(_ batch: inout ImportBatch, writing: inout Writing?, into report: inout ImportReport) async throws {
+        try await finish(&writing, into: &report)
+        guard !batch.isEmpty else { return }
+        let full = batch
+        batch = ImportBatch()
+        writing = Writing(batch: full, task: Task { try await write(full) })
+    }
+
+    /// Waits for the batch being written and counts what became of each of its documents.
+    private func finish(_ writing: inout Writing?, into report: inout ImportReport) async throws {
+        guard let current = writing else { return }
+        writing = nil
+        let outcomes = try await current.task.value
+        for (entry, outcome) in zip(current.batch.entries, outcomes) {
+            let partition = entry.upload.partition.description
+            switch outcome {
+            case .imported:
+                report.record(.imported, collection: entry.collection, partition: partition)
+            case .unchanged:
+                report.record(.unchanged, collection: entry.collection, partition: partition)
+            case .refused(let error):
+                report.record(refuse(Self.refusal(error, entry.source, collection: entry.collection)), collection: entry.collection, partition: partition)
+            }
+        }
+    }
+
+    /// Writes a batch in one transaction (publishing its blobs first); what became of each document.
+    private func write(_ batch: ImportBatch) async throws -> [ObjectStore.ImportOutcome] {
+        if !options.dryRun { try await publish(batch.blobs) }
+        let permissions = application.permissions
+        let principal = self.principal
+        var partitions: [ObjectKey: Partition] = [:]
+        for entry in batch.entries { partitions[entry.upload.operations[0].key] = entry.upload.partition }
+        let partitionsOfKeys = partitions
+        var validate: ObjectStore.Validator?
+        if !options.trusted {
+            validate = { @Sendable (changes: [ObjectChange], transaction: WriteTransaction) async throws in
+                guard let first = changes.first, let partition = partitionsOfKeys[first.key] else { return }
+                try await permissions.validate(changes, in: partition, by: principal, transaction: transaction)
+            }
+        }
+        let provisional = options.dryRun
+            ? batch.blobs.map { BlobReference(digest: $0.key, length: Int64($0.value.bytes.count), contentType: $0.value.contentType) } : []
+        return try await store.importObjects(
+            batch.entries.map(\.upload), validate: validate, commit: !options.dryRun, provisionalBlobs: provisional)
+    }
+
+    /// Stores the bytes of the blobs not stored yet, and records the import's service as a
+    /// holder of each (so its writes may cite them).
+    private func publish(_ blobs: [BlobDigest: (bytes: [UInt8], contentType: String)]) async throws {
+        guard !blobs.isEmpty else { return }
+        let blobStore = BlobStore(client: store.client, content: PostgresBlobContent(client: store.client, logger: store.logger), logger: store.logger)
+        for (digest, blob) in blobs.sorted(by: { $0.key < $1.key }) {
+            if try await blobStore.blob(digest) == nil {
+                let upload = try await blobStore.content.beginUpload(by: principal.description)
+                try await upload.append(ByteBuffer(bytes: blob.bytes))
+                try await upload.finish()
+                _ = try await blobStore.publish(
+                    digest, location: upload.location, length: Int64(blob.bytes.count), contentType: blob.contentType,
+                    uploader: principal.description, quota: Int64.max)
+                try await upload.published()
+            }
+            try await blobStore.recordHolder(digest, principal.description)
+        }
+    }
+
+    private func refuse(_ refusal: ImportReport.Refusal) -> ImportReport.Outcome {
+        output.refusal(refusal)
+        return .refused(refusal)
+    }
+
+    static func refusal(_ error: SyncError, _ source: SourceDocument, collection: String?) -> ImportReport.Refusal {
+        ImportReport.Refusal(
+            code: error.code.rawValue, message: error.message, file: source.file, documentNumber: source.number, line: source.line,
+            documentID: source.id?.displayText, field: error.details?["field"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 },
+            collection: collection)
+    }
+
+    /// The next document `next` reads, `nil` after the last; a document that cannot be read
+    /// or decoded is given to `refused` and passed over (the reader is at the next one); the
+    /// error of a file that cannot be read on is thrown.
+    static func nextDocument(
+        _ next: () throws(ImportError) -> SourceDocument?, refused: (ImportError) -> Void
+    ) throws(ImportError) -> SourceDocument? {
+        while true {
+            do {
+                return try next()
+            } catch {
+                guard skippable(error.kind) else { throw error }
+                refused(error)
+            }
+        }
+    }
+
+    /// Errors of one document, after which the reader is at the next one.
+    static func skippable(_ kind: ImportError.Kind) -> Bool {
+        switch kind {
+        case .malformedJSON, .invalidExtendedJSON, .malformedBSON, .tooDeep, .unsupportedValue, .invalidField, .refusedByPolicy:
+            true
+        default:
+            false
+        }
+    }
+
+    /// The export files of `paths`: files as given, folders searched to any depth (other
+    /// files in them passed over), in name order; mongodump's metadata files are passed over.
+    static func files(_ paths: [String]) throws(ImportError) -> [ExportFile] {
+        var files: [ExportFile] = []
+        for path in paths {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                throw ImportError(.io, "no such file or folder", file: path)
+            }
+            if isDirectory.boolValue {
+                files += try folderFiles(path)
+            } else if let file = ExportFile(path: path) {
+                files.append(file)
+            } else {
+                throw ImportError(.io, "is neither a mongoexport (.json) nor a mongodump (.bson) file, gzip'd or not", file: path)
+            }
+        }
+        return files.filter { $0.kind != .dumpMetadata }
+    }
+
+    private static func folderFiles(_ folder: String) throws(ImportError) -> [ExportFile] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
+        } catch {
+            throw ImportError(.io, "cannot list the folder: \(error.localizedDescription)", file: folder)
+        }
+        var files: [ExportFile] = []
+        for name in names where !name.hasPrefix(".") {
+            let path = (folder as NSString).appendingPathComponent(name)
+            var isDirectory: ObjCBool = false
+            _ = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            if isDirectory.boolValue {
+                files += try folderFiles(path)
+            } else if let file = ExportFile(path: path) {
+                files.append(file)
+            }
+        }
+        return files
+    }
+
+    /// The bytes of the files when none is compressed (progress in percent), else `nil`.
+    static func totalBytes(_ files: [ExportFile]) -> Int64? {
+        var total: Int64 = 0
+        for file in files {
+            guard !file.path.hasSuffix(".gz"),
+                let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber
+            else { return nil }
+            total += size.int64Value
+        }
+        return total
+    }
+}
+
+extension ImportReport.Refusal: Error {}

@@ -1,0 +1,85 @@
+import PostgresNIO
+import SyncProtocol
+
+extension ObjectStore {
+    /// What became of one object of an import batch.
+    package enum ImportOutcome: Sendable, Hashable {
+        /// Written: absent before.
+        case imported
+        /// Stored already with this very body (an export imported again, or resumed): nothing written.
+        case unchanged
+        /// Refused: by the engine's limits, the validator, or because the key is taken (with
+        /// another body, deleted since, or in another partition).
+        case refused(SyncError)
+    }
+
+    /// The code of the refusal of an object whose id is stored already with another body, or
+    /// was deleted: the stored state is kept.
+    package static let importConflict = SyncError.Code("exists")
+
+    /// Writes the objects of an import in one transaction: each upload holds one `put` of a
+    /// new object and is all-or-nothing on its own (validated by `validate` on top of the ones
+    /// before it). An object whose key is stored already is never changed: the same body is
+    /// ``ImportOutcome/unchanged``, anything else a refusal (``importConflict``, or
+    /// `partition_mismatch` for a key of another partition). So an import run again, or
+    /// resumed after an interruption, writes each object once. With `commit` false the
+    /// transaction is rolled back: the outcomes are what a commit would have written, the
+    /// `provisionalBlobs` (a dry run's, whose bytes are not stored) counting as stored.
+    package func importObjects(
+        _ uploads: [Upload], validate: Validator?, commit: Bool, provisionalBlobs: [BlobReference] = []
+    ) async throws -> [ImportOutcome] {
+        guard !uploads.isEmpty else { return [] }
+        let guarded: Validator = { changes, transaction in
+            for change in changes {
+                switch change.before {
+                case .absent: break
+                case .live:
+                    throw SyncError(Self.importConflict, "\(change.key) is stored already with another body; the stored one is kept")
+                case .deleted:
+                    throw SyncError(Self.importConflict, "\(change.key) was deleted since it was stored; it stays deleted")
+                }
+            }
+            try await validate?(changes, transaction)
+        }
+        let partitions = Array(Set(uploads.map(\.partition))).sorted()
+        do {
+            return try await withWriteTransaction(author: uploads[0].principal) { transaction in
+                transaction.defersWrites = true
+                if !commit, !provisionalBlobs.isEmpty {
+                    try await transaction.connection.query(
+                        """
+                        INSERT INTO psync_blobs (digest, location, length, content_type, uploader)
+                        SELECT * FROM unnest(\(provisionalBlobs.map(\.digest.rawValue))::text[], \(provisionalBlobs.map { _ in "" })::text[],
+                                             \(provisionalBlobs.map(\.length))::bigint[], \(provisionalBlobs.map(\.contentType))::text[],
+                                             \(provisionalBlobs.map { _ in "system:import" })::text[])
+                        ON CONFLICT (digest) DO NOTHING
+                        """, logger: logger)
+                    try await transaction.connection.query(
+                        """
+                        INSERT INTO psync_blob_holders (digest, principal)
+                        SELECT unnest(\(provisionalBlobs.map(\.digest.rawValue))::text[]), \(uploads[0].principal)
+                        ON CONFLICT DO NOTHING
+                        """, logger: logger)
+                }
+                try await transaction.lockAndLoad(
+                    partitions, OperationApplier.keys(of: uploads.flatMap(\.operations)), lockTimeout: configuration.lockPatience)
+                let staged = try await transaction.stage(uploads.map { (upload: $0, validate: Optional(guarded)) }) { _ in .null }
+                let outcomes: [ImportOutcome] = staged.map { result in
+                    switch result {
+                    case .success(let changes): changes.isEmpty ? .unchanged : .imported
+                    case .failure(let error): .refused(error)
+                    }
+                }
+                guard commit else { throw ImportRolledBack(outcomes: outcomes) }
+                return outcomes
+            }
+        } catch let rolledBack as ImportRolledBack {
+            return rolledBack.outcomes
+        }
+    }
+}
+
+/// Thrown to roll back a dry run's transaction, with what it would have written.
+private struct ImportRolledBack: Error {
+    var outcomes: [ObjectStore.ImportOutcome]
+}

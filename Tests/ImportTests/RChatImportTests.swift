@@ -1,0 +1,84 @@
+import Foundation
+import Locking
+import PartitionSync
+import PartitionSyncServer
+import PostgresNIO
+import RChat
+import Synchronization
+import SyncImport
+import SyncProtocol
+import SyncStorage
+import SyncTesting
+import Testing
+
+/// RChat as Atlas Device Sync held it, in each of mongoexport's and mongodump's formats,
+/// imported into a fresh database: every object equals its source, the pictures are blobs
+/// with their bytes, and importing it again changes nothing.
+@Suite("Importing RChat", .timeLimit(.minutes(10)))
+struct RChatImportTests {
+    @Test("every object of the export is stored as its source maps, pictures as blobs; a second import changes nothing",
+          arguments: ImportHarness.formats)
+    func everyObject(format: String) async throws {
+        try await TestDatabase.with { db in
+            var options = ImportOptions(paths: [ImportHarness.folder(format)])
+            options.batchDocuments = 4
+            let printed = ImportHarness.Printed()
+            let report = try await ImportHarness.run(db, options, printed: printed)
+            #expect(printed.refusals.withLock { $0 }.isEmpty, "\(printed.refusals.withLock { $0 })")
+            #expect(report.failure == nil)
+            #expect(report.total.read == 12 && report.total.imported == 12, "\(report.lines)")
+            #expect(report.collections["ChatMessage"]?.imported == 6)
+            #expect(report.conversions.counts["Date"] ?? 0 > 0)
+            // Relaxed Extended JSON writes small Int64 values as plain numbers (read as Int32).
+            if format != "mongoexport-relaxed" { #expect(report.conversions.counts["Int64"] ?? 0 > 0) }
+
+            let store = db.store()
+            let blobs = BlobStore(client: db.client, content: PostgresBlobContent(client: db.client, logger: db.logger), logger: db.logger)
+            var pictures = 0
+            for collection in ImportHarness.collections {
+                for source in try ImportHarness.documents(ImportHarness.file(format, collection)) {
+                    let expected = try source.body(collection: collection, mapper: ImportHarness.expectedMapper)
+                    let id = try DocumentPlacement.objectID(source.id)
+                    let stored = try await store.body(of: ObjectKey(collection: collection, id: id))
+                    #expect(stored == expected, "\(collection)/\(id)")
+                    for reference in try BlobReference.references(in: .object(expected)) {
+                        let blob = try #require(try await blobs.blob(reference.digest), "the blob \(reference.digest)")
+                        #expect(blob.length == reference.length && blob.contentType == "image/jpeg")
+                        pictures += 1
+                    }
+                }
+            }
+            #expect(pictures > 0, "the data set has photos")
+
+            let again = try await ImportHarness.run(db, options)
+            #expect(again.total.read == 12 && again.total.unchanged == 12 && again.total.imported == 0, "\(again.lines)")
+            // Each object was written once: one import event each, none for the second run.
+            let rows = try await db.client.query("SELECT count(*)::bigint, count(DISTINCT (collection, object_id))::bigint FROM psync_events WHERE operation = 'import'")
+            for try await (events, objects) in rows.decode((Int64, Int64).self) {
+                #expect(events == 12 && objects == 12)
+            }
+        }
+    }
+
+    @Test("a dry run writes nothing and reports what would be imported, per collection and partition")
+    func dryRun() async throws {
+        try await TestDatabase.with { db in
+            var options = ImportOptions(paths: [ImportHarness.folder("mongodump")])
+            options.dryRun = true
+            options.usersFile = ImportHarness.rchat + "/users.json"
+            let printed = ImportHarness.Printed()
+            let report = try await ImportHarness.run(db, options, printed: printed)
+            #expect(report.dryRun)
+            #expect(report.total.imported == 12, "\(report.lines)")
+            #expect(report.users.imported == 3)
+            #expect(report.partitions["all-users=all-the-users"]?.imported == 3)
+            #expect(report.conversions.counts["Binary (subtype 00)"] ?? 0 > 0)
+            #expect(printed.tokens.withLock { $0 }.isEmpty)
+            for table in ["psync_objects", "psync_events", "psync_blobs", "psync_users"] {
+                for try await count in try await db.client.query(PostgresQuery(unsafeSQL: "SELECT count(*)::bigint FROM \(table)")).decode(Int64.self) {
+                    #expect(count == 0, "\(table)")
+                }
+            }
+        }
+    }
+}
