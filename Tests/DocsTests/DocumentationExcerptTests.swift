@@ -109,4 +109,21 @@ struct DocumentationExcerptTests {
         #expect(files.contains { $0.hasPrefix("Tests/") })
         #expect(Set(files).count == files.count, "a file of the guide is written twice: \(files)")
     }
+
+    @Test("every error code of SyncError is in docs/PROTOCOL.md's table and docs/openapi.yaml's ErrorCode")
+    func errorCodesDocumented() throws {
+        let source = try String(contentsOf: Self.root.appendingPathComponent("Sources/SyncProtocol/SyncError.swift"), encoding: .utf8)
+        let codes = source.components(separatedBy: "Code(\"").dropFirst().compactMap { $0.split(separator: "\"").first.map(String.init) }
+        #expect(codes.count >= 30, "only \(codes.count) codes found")
+        let protocolText = try String(contentsOf: Self.root.appendingPathComponent("docs/PROTOCOL.md"), encoding: .utf8)
+        let openAPI = try String(contentsOf: Self.root.appendingPathComponent("docs/openapi.yaml"), encoding: .utf8)
+        // Answered only on the WebSocket (`/v1/sync`, described in PROTOCOL.md alone).
+        let webSocketOnly: Set<String> = ["session_revoked", "too_many_sessions"]
+        for code in codes {
+            #expect(protocolText.contains("| `\(code)`"), "docs/PROTOCOL.md's error codes have no row for \(code)")
+            if !webSocketOnly.contains(code) {
+                #expect(openAPI.contains("        - \(code)\n"), "docs/openapi.yaml's ErrorCode has no \(code)")
+            }
+        }
+    }
 }
