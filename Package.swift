@@ -87,6 +87,7 @@ let package = Package(
         .target(
             name: "PartitionSync",
             dependencies: [
+                "Locking",
                 "SyncProtocol",
                 "SyncStorage",
                 .product(name: "Logging", package: "swift-log"),

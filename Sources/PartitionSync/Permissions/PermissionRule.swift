@@ -4,8 +4,10 @@ import SyncProtocol
 ///
 /// Rules are registered per key in ``Permissions``; a partition whose key has no rule is
 /// denied. A rule may read objects through the context, as RChat's conversation rule reads
-/// the conversation's membership record, and names the partitions its decision depends on so
-/// that open subscriptions are checked again when they change.
+/// the conversation's membership record. What it reads is recorded: when a partition it read
+/// an object in changes, or an object it found absent is created, open subscriptions and
+/// write decisions that depend on it are checked again, and a subscription that may no longer
+/// read ends with `permission_revoked`.
 ///
 /// What a rule decides on must be data the requesting user cannot forge: a record only the
 /// server's triggers write, or a field a ``WriteValidator`` keeps the user from setting.
@@ -25,7 +27,9 @@ public protocol PermissionRule: Sendable {
     func canRead(_ principal: Principal, _ partition: Partition, context: PermissionContext) async throws -> Bool
     /// Whether `principal` may upload to `partition`.
     func canWrite(_ principal: Principal, _ partition: Partition, context: PermissionContext) async throws -> Bool
-    /// The partitions whose changes can change the decisions for `principal` on `partition`.
+    /// Partitions whose changes can change the decisions for `principal` on `partition`
+    /// beyond what the decision reads through its context (which is recorded without being
+    /// declared): say, a partition the rule reads through something other than the context.
     /// When one of them changes, every open subscription that depends on it is checked again
     /// and ended with `permission_revoked` if it may no longer read. Default: none.
     func inputs(of principal: Principal, for partition: Partition) -> [Partition]

@@ -60,6 +60,34 @@ public struct Permissions: Sendable {
         return try await rule.canWrite(principal, partition, context: context)
     }
 
+    /// Whether `principal` may read `partition`, with what the decision read and the rule's
+    /// declared inputs: the server checks it again when one of them changes.
+    package func decideRead(_ principal: Principal, _ partition: Partition, context: PermissionContext) async throws -> PermissionDecision {
+        try await decide(principal, partition, context: context) { rule, context in
+            try await rule.canRead(principal, partition, context: context)
+        }
+    }
+
+    /// Whether `principal` may write to `partition`, with what the decision depended on.
+    package func decideWrite(_ principal: Principal, _ partition: Partition, context: PermissionContext) async throws -> PermissionDecision {
+        try await decide(principal, partition, context: context) { rule, context in
+            try await rule.canWrite(principal, partition, context: context)
+        }
+    }
+
+    private func decide(
+        _ principal: Principal, _ partition: Partition, context: PermissionContext,
+        _ ask: (any PermissionRule, PermissionContext) async throws -> Bool
+    ) async throws -> PermissionDecision {
+        if case .system = principal { return PermissionDecision(allowed: true) }
+        guard let rule = rules[partition.key] else { return PermissionDecision(allowed: false) }
+        let recorder = PermissionInputRecorder()
+        let allowed = try await ask(rule, context.recording(into: recorder))
+        return recorder.decision(allowed, declared: rule.inputs(of: principal, for: partition))
+    }
+
+    /// The partitions `partition`'s rule declares as the inputs of its decisions for
+    /// `principal` (``PermissionRule/inputs(of:for:)``); the server adds what each decision reads.
     public func inputs(of principal: Principal, for partition: Partition) -> [Partition] {
         rules[partition.key]?.inputs(of: principal, for: partition) ?? []
     }

@@ -38,8 +38,8 @@ protocol FeedSubscriber: AnyObject, Sendable {
     func becomeLive(partition: Partition, generation: Int) -> Bool
     /// The partition's live feed cannot continue (its cursor was reset): catch up alone.
     func resync(partition: Partition, generation: Int)
-    /// A partition that a permission decision of this session depends on has changed: with
-    /// the commit's changes of it when this instance made the commit, `nil` when they are not
-    /// known.
-    func permissionInputChanged(_ partition: Partition, changes: [ObjectChange]?)
+    /// Something a permission decision of this session depends on has changed (a partition
+    /// was committed to, an absent object was created): with the commit's changes of it when
+    /// this instance made the commit, `nil` when they are not known.
+    func permissionInputChanged(_ input: PermissionInput, changes: [ObjectChange]?)
 }

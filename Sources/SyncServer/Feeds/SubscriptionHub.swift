@@ -38,6 +38,9 @@ package final class SubscriptionHub: Service, Sendable {
         /// The newest version seen of each watched partition: a permission input is checked
         /// again once per new version, whether a notification or the poll reports it.
         var inputVersions: [Partition: Int64] = [:]
+        /// Objects permission decisions found absent: their creation, in any partition, can
+        /// change the decisions.
+        var absentWatchers: [ObjectKey: [ObjectIdentifier: WeakSubscriber]] = [:]
     }
 
     struct WeakSubscriber {
@@ -103,7 +106,7 @@ package final class SubscriptionHub: Service, Sendable {
             return (Self.startFetch(partition, version: version, in: &state), watchers)
         }
         if fetch { eventSink.yield(.fetch(partition)) }
-        for watcher in watchers { watcher.permissionInputChanged(partition, changes: nil) }
+        for watcher in watchers { watcher.permissionInputChanged(.partition(partition), changes: nil) }
     }
 
     /// A commit of this process (``ObjectStore/observeCommits(_:)``), before its notification:
@@ -140,7 +143,17 @@ package final class SubscriptionHub: Service, Sendable {
                 return (false, watchers)
             }
             if fetch { eventSink.yield(.fetch(partition)) }
-            for watcher in watchers { watcher.permissionInputChanged(partition, changes: changes.changes) }
+            for watcher in watchers { watcher.permissionInputChanged(.partition(partition), changes: changes.changes) }
+            let created = state.withLock { state -> [(ObjectChange, [any FeedSubscriber])] in
+                guard !state.absentWatchers.isEmpty else { return [] }
+                return changes.changes.compactMap { change in
+                    guard change.after.body != nil, let entries = state.absentWatchers[change.key] else { return nil }
+                    return (change, entries.values.compactMap(\.subscriber))
+                }
+            }
+            for (change, watchers) in created {
+                for watcher in watchers { watcher.permissionInputChanged(.absentObject(change.key), changes: [change]) }
+            }
         }
     }
 
@@ -169,7 +182,7 @@ package final class SubscriptionHub: Service, Sendable {
     /// The listener (re)connected: notifications may have been missed, so every feed reads
     /// from its cursor, and every permission decision is checked again.
     func listenerConnected() {
-        let (partitions, watchers) = state.withLock { state -> ([Partition], [(Partition, any FeedSubscriber)]) in
+        let (partitions, watchers) = state.withLock { state -> ([Partition], [(PermissionInput, any FeedSubscriber)]) in
             var started: [Partition] = []
             for (partition, var feed) in state.feeds {
                 if feed.fetching {
@@ -181,12 +194,12 @@ package final class SubscriptionHub: Service, Sendable {
                 state.feeds[partition] = feed
             }
             let watchers = state.watchers.flatMap { partition, entries in
-                entries.values.compactMap(\.subscriber).map { (partition, $0) }
+                entries.values.compactMap(\.subscriber).map { (PermissionInput.partition(partition), $0) }
             }
             return (started, watchers)
         }
         for partition in partitions { eventSink.yield(.fetch(partition)) }
-        for (partition, watcher) in watchers { watcher.permissionInputChanged(partition, changes: nil) }
+        for (input, watcher) in watchers { watcher.permissionInputChanged(input, changes: nil) }
     }
 
     // MARK: Membership
@@ -226,23 +239,49 @@ package final class SubscriptionHub: Service, Sendable {
         }
     }
 
-    /// Routes changes of `inputs` to the subscriber's permission checks.
-    func watch(_ inputs: [Partition], for subscriber: any FeedSubscriber) {
+    /// Routes changes of `inputs` to the subscriber's permission checks: commits of a
+    /// partition input, the creation of an absent object.
+    ///
+    /// `versionsRead` gives, for partitions a decision read before it watched them, the version
+    /// it read: a commit after it that this hub has already seen is returned at once (the
+    /// subscriber missed it), and one it has not seen yet is reported by the next poll.
+    /// - Returns: the inputs that changed since they were read.
+    func watch(_ inputs: [PermissionInput], versionsRead: [Partition: Int64] = [:], for subscriber: any FeedSubscriber) -> [PermissionInput] {
         state.withLock { state in
+            var changed: [PermissionInput] = []
             for input in inputs {
-                state.watchers[input, default: [:]][ObjectIdentifier(subscriber)] = WeakSubscriber(subscriber: subscriber)
+                let entry = WeakSubscriber(subscriber: subscriber)
+                switch input {
+                case .partition(let partition):
+                    state.watchers[partition, default: [:]][ObjectIdentifier(subscriber)] = entry
+                    guard let read = versionsRead[partition] else { continue }
+                    if let known = state.inputVersions[partition] {
+                        if known > read { changed.append(input) }
+                    } else {
+                        state.inputVersions[partition] = read
+                    }
+                case .absentObject(let key):
+                    state.absentWatchers[key, default: [:]][ObjectIdentifier(subscriber)] = entry
+                }
             }
+            return changed
         }
     }
 
     /// Stops routing changes of `inputs` to the subscriber.
-    func unwatch(_ inputs: [Partition], for subscriber: any FeedSubscriber) {
+    func unwatch(_ inputs: [PermissionInput], for subscriber: any FeedSubscriber) {
         state.withLock { state in
             for input in inputs {
-                state.watchers[input]?.removeValue(forKey: ObjectIdentifier(subscriber))
-                if state.watchers[input]?.isEmpty == true {
-                    state.watchers.removeValue(forKey: input)
-                    state.inputVersions.removeValue(forKey: input)
+                switch input {
+                case .partition(let partition):
+                    state.watchers[partition]?.removeValue(forKey: ObjectIdentifier(subscriber))
+                    if state.watchers[partition]?.isEmpty == true {
+                        state.watchers.removeValue(forKey: partition)
+                        state.inputVersions.removeValue(forKey: partition)
+                    }
+                case .absentObject(let key):
+                    state.absentWatchers[key]?.removeValue(forKey: ObjectIdentifier(subscriber))
+                    if state.absentWatchers[key]?.isEmpty == true { state.absentWatchers.removeValue(forKey: key) }
                 }
             }
         }
@@ -262,23 +301,37 @@ package final class SubscriptionHub: Service, Sendable {
     }
 
     /// Watched permission inputs, for metrics.
-    var watchedInputs: Int { state.withLock { $0.watchers.count } }
+    var watchedInputs: Int { state.withLock { $0.watchers.count + $0.absentWatchers.count } }
 
     // MARK: Polling
 
     /// The safety net under notifications: commits are announced after they commit, so a
     /// process that dies in between leaves one unannounced. Every ``pollInterval`` this reads
     /// the versions of the partitions it follows (one statement) and treats a newer one like a
-    /// notification.
+    /// notification. It also looks for the objects permission decisions found absent: another
+    /// instance's commit that creates one is announced by partition only, so this is how its
+    /// creation reaches the decisions here (within one interval).
     private func poll() async {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             try? await Task.sleep(for: pollInterval)
-            let partitions = state.withLock { state in Array(Set(state.feeds.keys).union(state.watchers.keys)) }
-            guard !partitions.isEmpty else { continue }
+            let (partitions, absent) = state.withLock { state in
+                (Array(Set(state.feeds.keys).union(state.watchers.keys)), Array(state.absentWatchers.keys))
+            }
             do {
-                let heads = try await store.headVersions(of: partitions)
-                for (partition, version) in heads {
-                    committed(partition, version: version, polled: true)
+                if !partitions.isEmpty {
+                    let heads = try await store.headVersions(of: partitions)
+                    for (partition, version) in heads {
+                        committed(partition, version: version, polled: true)
+                    }
+                }
+                if !absent.isEmpty {
+                    let created = try await store.livePartitions(of: absent)
+                    let watchers = state.withLock { state in
+                        created.keys.flatMap { key in
+                            (state.absentWatchers[key]?.values.compactMap(\.subscriber) ?? []).map { (key, $0) }
+                        }
+                    }
+                    for (key, watcher) in watchers { watcher.permissionInputChanged(.absentObject(key), changes: nil) }
                 }
             } catch {
                 if Task.isCancelled { return }

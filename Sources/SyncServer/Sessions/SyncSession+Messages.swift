@@ -98,20 +98,27 @@ extension SyncSession {
             send(.error(SyncError(.badRequest, "a session has at most \(services.configuration.maximumSubscriptions) subscriptions"), partition: partition))
             return
         }
-        let inputs = services.permissions.inputs(of: principal, for: partition)
-        retainInputs(inputs)
+        // The rule's declared inputs are watched before it decides, as they are not read
+        // through the context (and so carry no version read).
+        let declared = services.permissions.inputs(of: principal, for: partition).map(PermissionInput.partition)
+        retainInputs(declared)
+        defer { releaseInputs(declared) }
+        let decision: PermissionDecision
         do {
-            guard try await services.permissions.canRead(principal, partition, context: services.permissionContext) else {
-                releaseInputs(inputs)
-                send(.error(SyncError(.permissionDenied, "you may not read \(partition)"), partition: partition))
-                return
-            }
+            decision = try await services.permissions.decideRead(principal, partition, context: services.permissionContext)
         } catch {
-            releaseInputs(inputs)
             send(.error(ServerError.describe(error, logger: logger), partition: partition))
             return
         }
-        let (wasLive, oldInputs) = state.withLock { state -> (Bool, [Partition]) in
+        guard decision.allowed else {
+            send(.error(SyncError(.permissionDenied, "you may not read \(partition)"), partition: partition))
+            return
+        }
+        // Watched after the decision read them: a commit in between is caught by the versions
+        // it read (and an absent object created meanwhile by the hub's poll).
+        let inputs = decision.inputs
+        retainInputs(inputs, versionsRead: decision.versionsRead)
+        let (wasLive, oldInputs) = state.withLock { state -> (Bool, Set<PermissionInput>) in
             let old = state.subscriptions[partition]
             if old != nil { dropQueuedPages(of: partition, from: &state) }
             let generation = state.nextGeneration
@@ -150,7 +157,7 @@ extension SyncSession {
 
     /// Ends every subscription: the session is closing.
     func endAll() {
-        let (removed, inputs) = state.withLock { state -> ([Partition], [Partition]) in
+        let (removed, inputs) = state.withLock { state -> ([Partition], [PermissionInput]) in
             let all = Array(state.subscriptions.keys)
             let inputs = Array(state.inputUses.keys)
             state.subscriptions.removeAll()

@@ -262,10 +262,23 @@ extension SyncSession {
         guard !changed.isEmpty, let principal else { return }
         for (partition, inputs) in subscriptions where !changed.isDisjoint(with: inputs) {
             do {
-                if try await !services.permissions.canRead(principal, partition, context: services.permissionContext) {
+                let declared = services.permissions.inputs(of: principal, for: partition).map(PermissionInput.partition)
+                retainInputs(declared)
+                defer { releaseInputs(declared) }
+                let decision = try await services.permissions.decideRead(principal, partition, context: services.permissionContext)
+                if !decision.allowed {
                     logger.info("read permission revoked", metadata: ["partition": "\(partition)"])
                     end(partition, code: .permissionRevoked)
+                    continue
                 }
+                // Still readable: what it depends on now (a rule reads what it found this time).
+                retainInputs(decision.inputs, versionsRead: decision.versionsRead)
+                let replaced = state.withLock { state -> Set<PermissionInput>? in
+                    guard let old = state.subscriptions[partition]?.inputs else { return nil }
+                    state.subscriptions[partition]?.inputs = decision.inputs
+                    return old
+                }
+                releaseInputs(replaced ?? decision.inputs)
             } catch {
                 logger.warning("permission re-check failed", metadata: ["partition": "\(partition)", "error": "\(error)"])
                 state.withLock { $0.recheck.formUnion(inputs) }

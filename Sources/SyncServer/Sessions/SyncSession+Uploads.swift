@@ -77,15 +77,19 @@ extension SyncSession {
     private func apply(_ batch: [QueuedUpload]) async {
         guard let principal else { return }
         let partition = batch[0].partition
-        let cached = state.withLock { $0.writeDecisions[partition] }
-        var canWrite = cached
+        var canWrite = state.withLock { $0.writeDecisions[partition]?.allowed }
         if canWrite == nil {
-            let counted = state.withLock { $0.writeInputsCounted.insert(partition).inserted }
-            if counted { retainInputs(services.permissions.inputs(of: principal, for: partition)) }
             do {
-                let allowed = try await services.permissions.canWrite(principal, partition, context: services.permissionContext)
-                state.withLock { $0.writeDecisions[partition] = allowed }
-                canWrite = allowed
+                let decision = try await services.permissions.decideWrite(principal, partition, context: services.permissionContext)
+                let replaced = state.withLock { state in
+                    defer { state.writeDecisions[partition] = decision }
+                    return state.writeDecisions[partition]?.inputs ?? []
+                }
+                // Watched after the decision read them: a change in between is caught by the
+                // versions read, and clears the decision again.
+                retainInputs(decision.inputs, versionsRead: decision.versionsRead)
+                releaseInputs(replaced)
+                canWrite = decision.allowed
             } catch {
                 let failure = ServerError.describe(error, logger: logger)
                 for _ in batch { send(.error(failure, partition: partition)) }

@@ -44,8 +44,8 @@ final class SyncSession: FeedSubscriber, Sendable {
         var queued: Cursor?
         /// A catch-up read is in flight.
         var fetching = false
-        /// The partitions its permission depends on.
-        var inputs: [Partition]
+        /// What its read permission was decided on.
+        var inputs: Set<PermissionInput>
         /// The client asked for progress and the catch-up's first page is not read yet: that
         /// page says how many objects the catch-up holds (`total`).
         var countsTotal = false
@@ -83,10 +83,13 @@ final class SyncSession: FeedSubscriber, Sendable {
         var lastActivity = ContinuousClock.now
         /// When the session began: an unauthenticated one must authenticate within the auth timeout.
         let opened = ContinuousClock.now
-        var recheck: Set<Partition> = []
+        /// Permission inputs that changed: the decisions depending on them are checked again.
+        var recheck: Set<PermissionInput> = []
         /// Counts permission-input changes, to notice one that lands during a check.
         var inputChanges = 0
-        var writeDecisions: [Partition: Bool] = [:]
+        /// The write decision of each partition uploaded to, and what it was decided on, until
+        /// one of its inputs changes.
+        var writeDecisions: [Partition: PermissionDecision] = [:]
         var shuttingDown = false
         /// A batch of uploads is being applied.
         var uploading = false
@@ -96,9 +99,7 @@ final class SyncSession: FeedSubscriber, Sendable {
         /// Uploads received and not yet applied, in order.
         var uploads: Deque<QueuedUpload> = []
         /// How many subscriptions and write decisions depend on each permission input.
-        var inputUses: [Partition: Int] = [:]
-        /// Partitions whose write decision's inputs are counted in `inputUses`.
-        var writeInputsCounted: Set<Partition> = []
+        var inputUses: [PermissionInput: Int] = [:]
         /// The user whose presence this session counts in.
         var presentUser: String?
         /// The user whose session bound this session counts against.
@@ -295,19 +296,21 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     // MARK: Permission inputs
 
-    /// Counts uses of permission inputs, watching those newly used.
-    func retainInputs(_ inputs: [Partition]) {
+    /// Counts uses of permission inputs, watching those newly used. An input read at an
+    /// older version than the hub has seen since (`versionsRead`) is checked again at once.
+    func retainInputs(_ inputs: some Collection<PermissionInput>, versionsRead: [Partition: Int64] = [:]) {
         let new = state.withLock { state in
             inputs.filter { input in
                 state.inputUses[input, default: 0] += 1
                 return state.inputUses[input] == 1
             }
         }
-        if !new.isEmpty { services.hub.watch(new, for: self) }
+        let missed = services.hub.watch(new, versionsRead: versionsRead, for: self)
+        for input in missed { permissionInputChanged(input, changes: nil) }
     }
 
     /// Releases uses of permission inputs, unwatching those no longer used.
-    func releaseInputs(_ inputs: [Partition]) {
+    func releaseInputs(_ inputs: some Collection<PermissionInput>) {
         let unused = state.withLock { state in
             inputs.filter { input in
                 state.inputUses[input, default: 0] -= 1
@@ -364,21 +367,23 @@ final class SyncSession: FeedSubscriber, Sendable {
         if changed { requestWork() }
     }
 
-    func permissionInputChanged(_ partition: Partition, changes: [ObjectChange]?) {
+    func permissionInputChanged(_ input: PermissionInput, changes: [ObjectChange]?) {
         if let changes, let principal {
             // Known changes: only a decision they can change is checked again.
-            let (subscriptions, writes) = state.withLock { state in
-                (state.subscriptions.filter { $0.value.inputs.contains(partition) }.map(\.key), Array(state.writeDecisions.keys))
+            let dependents = state.withLock { state in
+                state.subscriptions.filter { $0.value.inputs.contains(input) }.map(\.key)
+                    + state.writeDecisions.filter { $0.value.inputs.contains(input) }.map(\.key)
             }
             let permissions = services.permissions
-            let dependents = subscriptions + writes.filter { permissions.inputs(of: principal, for: $0).contains(partition) }
             guard dependents.contains(where: { permissions.decisions(of: principal, on: $0, canChangeWith: changes) }) else { return }
         }
-        state.withLock { state in
-            state.recheck.insert(partition)
+        let released = state.withLock { state in
+            state.recheck.insert(input)
             state.inputChanges += 1
-            state.writeDecisions.removeAll()
+            defer { state.writeDecisions.removeAll() }
+            return state.writeDecisions.values.flatMap(\.inputs)
         }
+        releaseInputs(released)
         requestWork()
     }
 }

@@ -160,6 +160,25 @@ package final class ObjectStore: Sendable {
         return result
     }
 
+    /// The partition of each live (not deleted) object among `keys`; absent and deleted ones
+    /// are left out. The hub asks it for the objects permission decisions found absent.
+    package func livePartitions(of keys: [ObjectKey]) async throws -> [ObjectKey: Partition] {
+        guard !keys.isEmpty else { return [:] }
+        let rows = try await client.fetch(
+            """
+            SELECT o.collection, o.id, o.partition
+            FROM psync_objects o
+            JOIN unnest(\(keys.map(\.collection))::text[], \(keys.map(\.id))::text[]) AS k(collection, id)
+              ON o.collection = k.collection AND o.id = k.id
+            WHERE o.body IS NOT NULL
+            """, logger: logger)
+        var result: [ObjectKey: Partition] = [:]
+        for try await (collection, id, partition) in rows.decode((String, String, String).self) {
+            result[ObjectKey(uncheckedCollection: collection, id: id)] = try Partition(partition)
+        }
+        return result
+    }
+
     /// Runs `body` in one transaction and commits it. A transaction that loses a deadlock or a
     /// serialization conflict is retried from the start (so `body` must not have effects
     /// outside the database); any other error rolls back and is rethrown.
