@@ -68,6 +68,10 @@ package struct ServerConfiguration: Sendable {
     /// after the sessions have closed, before it stops without them: a service waiting on a
     /// database that does not answer cannot hold the process. Default 5 seconds.
     package var stopTimeout: Duration = .seconds(5)
+    /// The clock every timeout, interval and lifetime of the server is measured on, and the
+    /// wall time it stores and compares: the system's, or a test's `MockClock`. Default
+    /// ``SyncClock/system``.
+    package var time: SyncClock = .system
 
     package init() {}
 }

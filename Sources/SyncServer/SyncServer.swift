@@ -55,7 +55,7 @@ package final class SyncServer: Service, Sendable {
         self.logger = logger
         let revocations = RevocationList()
         self.revocations = revocations
-        self.sessions = SessionRegistry(revocations: revocations)
+        self.sessions = SessionRegistry(revocations: revocations, time: configuration.time)
         let host = ProcessInfo.processInfo.hostName
         self.instance = "\(host)-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))"
     }
@@ -144,10 +144,17 @@ package final class SyncServer: Service, Sendable {
     /// What the trigger watchdog last found, once the server runs.
     package var triggers: TriggerHealth? { triggerHealth.withLock { $0 } }
 
+    /// Checks the open sessions for timeouts now, as the periodic sweep does: for a test that
+    /// moved a `MockClock` past a deadline.
+    package func sweepSessions() {
+        sessions.sweep()
+    }
+
     private func makeApplication(client: PostgresClient) async throws -> (some Service, TriggerHealth) {
         let readiness = Readiness()
         let store = ObjectStore(client: client, configuration: configuration.storage, logger: logger)
-        let issuer = try await TokenIssuer(secret: configuration.auth.jwtSecret, lifetime: configuration.auth.accessTokenLifetime)
+        let issuer = try await TokenIssuer(
+            secret: configuration.auth.jwtSecret, lifetime: configuration.auth.accessTokenLifetime, time: configuration.time)
         if configuration.auth.jwtSecret == nil {
             logger.warning("no JWT secret configured: tokens are signed with a random key and die with this process")
         }
@@ -157,7 +164,7 @@ package final class SyncServer: Service, Sendable {
             timeout: configuration.uploadTimeout)
         let hub = SubscriptionHub(
             store: store, batchSize: configuration.sessions.batchSize, pollInterval: configuration.changePollInterval,
-            metrics: metrics, logger: logger)
+            time: configuration.time, metrics: metrics, logger: logger)
         runningHub.withLock { $0 = hub }
         // This instance's own commits reach its subscribers at once, from memory; the
         // listener brings the other instances' commits.
@@ -167,7 +174,7 @@ package final class SyncServer: Service, Sendable {
             metricsFactory: metrics.factory, logger: logger)
         let instances = InstanceService(
             registry: InstanceRegistry(store: store, instance: instance, lease: configuration.instanceHeartbeatInterval * 5),
-            interval: configuration.instanceHeartbeatInterval, logger: logger)
+            interval: configuration.instanceHeartbeatInterval, time: configuration.time, logger: logger)
         runningInstances.withLock { $0 = instances }
         let listener = ChangeListener(
             url: database, hub: hub, readiness: readiness, revocations: revocations, revocationLedger: RevocationLedger(store: store),
@@ -180,15 +187,18 @@ package final class SyncServer: Service, Sendable {
             }
         }
         let presence = PresenceService(
-            ledger: PresenceLedger(store: store, instance: instance, lease: configuration.presenceLease), logger: logger)
+            ledger: PresenceLedger(store: store, instance: instance, lease: configuration.presenceLease), time: configuration.time,
+            logger: logger)
         // Registration counters share the failures' table and outlive it when their window is longer.
         let maintenance = MaintenanceService(
             store: store, retention: configuration.retention,
-            failureWindow: max(configuration.auth.failureWindow, configuration.auth.registrationWindow), logger: logger)
+            failureWindow: max(configuration.auth.failureWindow, configuration.auth.registrationWindow), time: configuration.time,
+            logger: logger)
         let userSessions = UserSessionCounts(limit: configuration.sessions.maximumSessionsPerUser)
         let services = SessionServices(
             store: store, hub: hub, permissions: permissions, auth: auth, uploads: uploads, metrics: metrics,
-            presence: presence, userSessions: userSessions, configuration: configuration.sessions, logger: logger)
+            presence: presence, userSessions: userSessions, configuration: configuration.sessions, time: configuration.time,
+            logger: logger)
 
         let routes = RouteTable()
         let router = Router(context: SyncRequestContext.self)
@@ -198,7 +208,7 @@ package final class SyncServer: Service, Sendable {
             adminServices: configuration.adminServices, metricsPublic: configuration.metricsPublic,
             triggerHealth: triggers.health
         ).add(to: router)
-        let history = MetricsHistory(metrics: metrics)
+        let history = MetricsHistory(metrics: metrics, time: configuration.time)
         AdminRoutes(
             access: AdminAccess(auth: auth, services: configuration.adminServices), store: store, auth: auth, hub: hub,
             history: history, triggers: TriggerAdmin(store: store, triggers: application.triggers, logger: logger), instance: instance
@@ -294,15 +304,15 @@ package final class SyncServer: Service, Sendable {
                 AfterListening(triggers, gate: listeningGate), AfterListening(presence, gate: listeningGate),
                 AfterListening(maintenance, gate: listeningGate), AfterListening(instances, gate: listeningGate),
                 AfterListening(
-                    ExpiryService(store: store, configuration: configuration.expiry, metrics: metrics, logger: logger),
+                    ExpiryService(store: store, configuration: configuration.expiry, metrics: metrics, time: configuration.time, logger: logger),
                     gate: listeningGate),
                 AfterListening(
                     BlobCollector(
                         blobs: blobs, configuration: configuration.blobs, releasedFor: configuration.retention.tombstones,
-                        metrics: metrics, logger: logger),
+                        metrics: metrics, time: configuration.time, logger: logger),
                     gate: listeningGate),
                 AfterListening(sessions, gate: listeningGate),
-                AfterListening(MemoryReleaser(sessions: sessions, logger: logger), gate: listeningGate),
+                AfterListening(MemoryReleaser(sessions: sessions, time: configuration.time, logger: logger), gate: listeningGate),
                 AfterListening(history, gate: listeningGate),
             ],
             onServerRunning: { channel in self.listening(on: channel) },

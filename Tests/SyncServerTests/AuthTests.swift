@@ -50,12 +50,20 @@ struct AuthTests {
 
     @Test("an expired access token is token_expired; a forged one is unauthenticated")
     func expiredToken() async throws {
+        let clock = MockClock()
         try await TestDatabase.with { db in
-            try await TestServer.with(database: db.url, configure: { $0.auth.accessTokenLifetime = .seconds(1) }) { server in
+            try await TestServer.with(
+                database: db.url,
+                configure: {
+                    $0.auth.accessTokenLifetime = .seconds(60)
+                    $0.time = clock.time
+                }
+            ) { server in
                 let tokens = try await server.register("ann@example.com")
                 let path = "/v1/partitions/user%3D\(tokens.userID)/changes"
+                clock.advance(by: .seconds(59))
                 #expect(try await server.http.get(path, token: tokens.accessToken).status == 200)
-                try await Task.sleep(for: .milliseconds(2_100))
+                clock.advance(by: .seconds(1))
                 let expired = try await server.http.get(path, token: tokens.accessToken)
                 #expect(expired.status == 401)
                 #expect(expired.json?["error"]?["code"] == "token_expired")

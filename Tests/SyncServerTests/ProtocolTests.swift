@@ -264,19 +264,30 @@ struct ProtocolTests {
 
     @Test("a session outliving its access token is closed with 4001 unless it sends a fresh one")
     func tokenExpiry() async throws {
-        try await TestDatabase.with(exclusive: true) { db in
-            try await TestServer.with(database: db.url, configure: { $0.auth.accessTokenLifetime = .seconds(4) }) { server in
-                // Tokens carry whole seconds: the old one expires within 3 to 4 s, the fresh one
-                // (made 2 s later) not before 5 s.
+        // Mock time: the old token lives 60 s, the fresh one is made 30 s later; the sessions
+        // are checked at 61 s, when only the old one has expired.
+        let clock = MockClock()
+        try await TestDatabase.with { db in
+            try await TestServer.with(
+                database: db.url,
+                configure: {
+                    $0.auth.accessTokenLifetime = .seconds(60)
+                    $0.time = clock.time
+                }
+            ) { server in
                 let alice = try await server.register("alice@example.com")
                 let lapsed = try await server.connect(token: alice.accessToken)
                 _ = try await lapsed.next()
                 let renewed = try await server.connect(token: alice.accessToken)
                 _ = try await renewed.next()
-                try await Task.sleep(for: .seconds(2))
+                clock.advance(by: .seconds(30))
                 let fresh = try await server.http.login("alice@example.com", password: "correct horse battery")
                 renewed.send(.auth(token: fresh.accessToken))
-                guard case .error(let error, _) = try await lapsed.next(timeout: .seconds(6)) else { Issue.record("no error"); return }
+                renewed.send(.ping(nonce: 0))
+                #expect(try await renewed.next() == .pong(nonce: 0))  // the fresh token is taken
+                clock.advance(by: .seconds(31))
+                server.server.sweepSessions()
+                guard case .error(let error, _) = try await lapsed.next(timeout: .seconds(30)) else { Issue.record("no error"); return }
                 #expect(error.code == .tokenExpired)
                 #expect(try await lapsed.closeCode() == 4001)
                 renewed.send(.ping(nonce: 1))

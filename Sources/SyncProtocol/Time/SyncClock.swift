@@ -16,10 +16,16 @@ public struct SyncClock: Sendable {
     public let clock: any Clock<Duration>
     /// The wall time, for what is stored or compared with stored times: `Date()` in production.
     public let now: @Sendable () -> Date
+    /// Monotonic time: the duration since this value was made, read from ``clock``. What a
+    /// component keeps to measure an interval (a session's last activity), without the
+    /// clock's own instant type.
+    public let uptime: @Sendable () -> Duration
 
-    public init(clock: any Clock<Duration>, now: @escaping @Sendable () -> Date) {
+    public init<C: Clock<Duration>>(clock: C, now: @escaping @Sendable () -> Date) {
         self.clock = clock
         self.now = now
+        let start = clock.now
+        self.uptime = { start.duration(to: clock.now) }
     }
 
     /// The system's continuous clock and wall time.

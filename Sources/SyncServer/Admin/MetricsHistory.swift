@@ -1,6 +1,8 @@
 import Foundation
 import Locking
 import ServiceLifecycle
+import SyncProtocol
+import SyncStorage
 
 /// The last minutes of this instance's counts, for the console's charts: a sample of
 /// ``ServerMetrics/snapshot`` every `interval`, the newest `capacity` kept (90 × 10 s: 15
@@ -14,22 +16,24 @@ final class MetricsHistory: Service, Sendable {
     let metrics: ServerMetrics
     let interval: Duration
     let capacity: Int
+    let time: SyncClock
     private let samples = Locked<[Sample]>([])
 
-    init(metrics: ServerMetrics, interval: Duration = .seconds(10), capacity: Int = 90) {
+    init(metrics: ServerMetrics, interval: Duration = .seconds(10), capacity: Int = 90, time: SyncClock) {
         self.metrics = metrics
         self.interval = interval
         self.capacity = capacity
+        self.time = time
     }
 
     /// The samples, oldest first, and one taken now.
     var recent: [Sample] {
-        samples.withLock { $0 } + [Sample(at: Date(), counts: metrics.snapshot)]
+        samples.withLock { $0 } + [Sample(at: time.now(), counts: metrics.snapshot)]
     }
 
     /// Takes a sample, dropping the oldest beyond the capacity.
-    func record(at date: Date = Date()) {
-        let sample = Sample(at: date, counts: metrics.snapshot)
+    func record() {
+        let sample = Sample(at: time.now(), counts: metrics.snapshot)
         samples.withLock { samples in
             samples.append(sample)
             if samples.count > capacity { samples.removeFirst(samples.count - capacity) }
@@ -37,11 +41,6 @@ final class MetricsHistory: Service, Sendable {
     }
 
     func run() async {
-        record()
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.interval) }
-            if Task.isCancelled || Task.isShuttingDownGracefully { return }
-            record()
-        }
+        await Periodic(every: interval, time: time).run { record() }
     }
 }

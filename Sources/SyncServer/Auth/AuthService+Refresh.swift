@@ -25,7 +25,7 @@ extension AuthService {
             return Tokens(userID: userID, accessToken: accessToken, refreshToken: replacement, expiresIn: expiresIn)
         case .revoked(let family):
             // This instance's list learns it at once, not only through the announcement.
-            revocations.add([.family(family.uuidString)], expires: Date() + revocationLifetime.timeInterval)
+            revocations.add([.family(family.uuidString)], expires: issuer.time.now() + revocationLifetime.timeInterval)
             throw SyncError(.unauthenticated, "the refresh token is not valid")
         case .refused:
             throw SyncError(.unauthenticated, "the refresh token is not valid")
@@ -39,7 +39,7 @@ extension AuthService {
         guard let revoked = try await RefreshTokenStore(store: store).revokeFamily(
             of: SecretHash.digest(refreshToken), revocationLifetime: lifetime)
         else { return }
-        revocations.add([revoked], expires: Date() + lifetime.timeInterval)
+        revocations.add([revoked], expires: issuer.time.now() + lifetime.timeInterval)
     }
 
     /// Stores a new refresh token of a new or continuing family and signs an access token.

@@ -117,7 +117,7 @@ package final class AuthService: Sendable {
     package func deleteAccount(userID: String) async throws {
         let deleted = try await AccountStore(store: store).delete(userID: userID, revocationLifetime: revocationLifetime)
         guard deleted else { throw SyncError(.unauthenticated, "the account does not exist") }
-        revocations.add([.user(userID)], expires: Date() + revocationLifetime.timeInterval)
+        revocations.add([.user(userID)], expires: issuer.time.now() + revocationLifetime.timeInterval)
         logger.info("user deleted", metadata: ["userId": "\(userID)"])
     }
 
@@ -126,7 +126,7 @@ package final class AuthService: Sendable {
     /// How many logins were ended.
     package func revokeSessions(userID: String) async throws -> Int {
         let revoked = try await RefreshTokenStore(store: store).revokeAll(of: userID, revocationLifetime: revocationLifetime)
-        if !revoked.isEmpty { revocations.add(revoked, expires: Date() + revocationLifetime.timeInterval) }
+        if !revoked.isEmpty { revocations.add(revoked, expires: issuer.time.now() + revocationLifetime.timeInterval) }
         logger.info("sessions revoked", metadata: ["userId": "\(userID)", "logins": "\(revoked.count)"])
         return revoked.count
     }

@@ -19,9 +19,13 @@ package final class TokenIssuer: Sendable {
 
     let keys: JWTKeyCollection
     package let lifetime: Duration
+    /// Whose wall time issues tokens and tells them expired.
+    package let time: SyncClock
 
-    /// - Parameter secret: one ``JWTSecretPolicy`` accepts; `nil` makes a random one.
-    package init(secret: String?, lifetime: Duration) async throws {
+    /// - Parameters:
+    ///   - secret: one ``JWTSecretPolicy`` accepts; `nil` makes a random one.
+    ///   - time: the wall time tokens are issued and checked at (``ServerConfiguration/time``).
+    package init(secret: String?, lifetime: Duration, time: SyncClock = .system) async throws {
         let key: HMACKey
         if let secret {
             if let weakness = JWTSecretPolicy.weakness(of: secret) {
@@ -34,12 +38,13 @@ package final class TokenIssuer: Sendable {
         keys = JWTKeyCollection()
         await keys.add(hmac: key, digestAlgorithm: .sha256)
         self.lifetime = lifetime
+        self.time = time
     }
 
     /// A signed token for the user and its lifetime in seconds; `session` (the refresh-token
     /// family) goes in the `sid` claim.
     package func issue(userID: String, session: UUID? = nil) async throws -> (token: String, expiresIn: Int) {
-        let now = Date()
+        let now = time.now()
         let seconds = Int(lifetime.components.seconds)
         let claims = Claims(
             sub: SubjectClaim(value: userID), exp: ExpirationClaim(value: now.addingTimeInterval(TimeInterval(seconds))),
@@ -55,7 +60,7 @@ package final class TokenIssuer: Sendable {
         } catch {
             throw SyncError(.unauthenticated, "the access token is not valid")
         }
-        guard claims.exp.value > Date() else {
+        guard claims.exp.value > time.now() else {
             throw SyncError(.tokenExpired, "the access token has expired; refresh it")
         }
         return (claims.sub.value, claims.exp.value, claims.sid)

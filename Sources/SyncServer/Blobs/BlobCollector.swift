@@ -1,6 +1,7 @@
 import CoreMetrics
 import Logging
 import ServiceLifecycle
+import SyncProtocol
 import SyncStorage
 
 /// Deletes, every ``BlobConfiguration/collectInterval``, the blobs nothing references any
@@ -13,18 +14,20 @@ final class BlobCollector: Service, Sendable {
     /// How long tombstones are kept: a blob a tombstone's object referenced is kept as long.
     let releasedFor: Duration
     let metrics: ServerMetrics
+    let time: SyncClock
     let logger: Logger
 
-    init(blobs: BlobStore, configuration: BlobConfiguration, releasedFor: Duration, metrics: ServerMetrics, logger: Logger) {
+    init(blobs: BlobStore, configuration: BlobConfiguration, releasedFor: Duration, metrics: ServerMetrics, time: SyncClock, logger: Logger) {
         self.blobs = blobs
         self.configuration = configuration
         self.releasedFor = releasedFor
         self.metrics = metrics
+        self.time = time
         self.logger = logger
     }
 
     func run() async {
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+        await Periodic(every: configuration.collectInterval, time: time).run {
             do {
                 while true {
                     let collected = try await blobs.collect(unreferencedFor: configuration.unreferencedGrace, releasedFor: releasedFor)
@@ -32,10 +35,9 @@ final class BlobCollector: Service, Sendable {
                     if collected < 500 || Task.isCancelled || Task.isShuttingDownGracefully { break }
                 }
             } catch {
-                if Task.isCancelled || Task.isShuttingDownGracefully { break }
+                if Task.isCancelled || Task.isShuttingDownGracefully { return }
                 logger.warning("blob collection failed", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
             }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.configuration.collectInterval) }
         }
     }
 }

@@ -64,16 +64,18 @@ package final class SubscriptionHub: Service, Sendable {
     let store: ObjectStore
     let batchSize: Int
     let pollInterval: Duration
+    let time: SyncClock
     let logger: Logger
     let metrics: ServerMetrics
     private let state = Locked(State())
     private let events: AsyncStream<Event>
     private let eventSink: AsyncStream<Event>.Continuation
 
-    init(store: ObjectStore, batchSize: Int, pollInterval: Duration = .seconds(1), metrics: ServerMetrics, logger: Logger) {
+    init(store: ObjectStore, batchSize: Int, pollInterval: Duration = .seconds(1), time: SyncClock, metrics: ServerMetrics, logger: Logger) {
         self.store = store
         self.batchSize = batchSize
         self.pollInterval = pollInterval
+        self.time = time
         self.metrics = metrics
         self.logger = logger
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
@@ -312,8 +314,7 @@ package final class SubscriptionHub: Service, Sendable {
     /// instance's commit that creates one is announced by partition only, so this is how its
     /// creation reaches the decisions here (within one interval).
     private func poll() async {
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await Task.sleep(for: pollInterval)
+        await Periodic(every: pollInterval, time: time, startsAtOnce: false).run {
             let (partitions, absent) = state.withLock { state in
                 (Array(Set(state.feeds.keys).union(state.watchers.keys)), Array(state.absentWatchers.keys))
             }
@@ -364,7 +365,7 @@ package final class SubscriptionHub: Service, Sendable {
             } catch {
                 failures += 1
                 logger.warning("reading a feed failed", metadata: ["partition": "\(partition)", "error": "\(error)"])
-                try? await Task.sleep(for: .milliseconds(min(100 * failures, 2_000)))
+                try? await time.sleep(for: .milliseconds(min(100 * failures, 2_000)))
                 if Task.isCancelled { return }
                 continue
             }

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Logging
 import ServiceLifecycle
+import SyncProtocol
 import SyncStorage
 
 /// Deletes objects whose `@expiresAt` has come (``ObjectStore/expireDue(limit:)``), looking
@@ -10,18 +11,20 @@ final class ExpiryService: Service, Sendable {
     let store: ObjectStore
     let configuration: ExpiryConfiguration
     let metrics: ServerMetrics
+    let time: SyncClock
     let logger: Logger
 
-    init(store: ObjectStore, configuration: ExpiryConfiguration, metrics: ServerMetrics, logger: Logger) {
+    init(store: ObjectStore, configuration: ExpiryConfiguration, metrics: ServerMetrics, time: SyncClock, logger: Logger) {
         self.store = store
         self.configuration = configuration
         self.metrics = metrics
+        self.time = time
         self.logger = logger
     }
 
     func run() async {
         var failing = false
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+        await Periodic(every: configuration.interval, time: time).run {
             do {
                 while true {
                     let expired = try await store.expireDue(limit: configuration.batchSize)
@@ -31,12 +34,11 @@ final class ExpiryService: Service, Sendable {
                 if failing { logger.info("expiry works again") }
                 failing = false
             } catch {
-                if Task.isCancelled || Task.isShuttingDownGracefully { break }
+                if Task.isCancelled || Task.isShuttingDownGracefully { return }
                 // Once per outage: the database may be down for a while.
                 if !failing { logger.warning("expiry failed", metadata: ["error": "\(String(reflecting: error).prefix(300))"]) }
                 failing = true
             }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.configuration.interval) }
         }
     }
 }

@@ -2,6 +2,7 @@ import Locking
 import Logging
 import PartitionSync
 import ServiceLifecycle
+import SyncProtocol
 import SyncStorage
 
 /// Keeps this instance registered among those sharing the database, and tells the store
@@ -14,14 +15,16 @@ import SyncStorage
 final class InstanceService: Service, Sendable {
     let registry: InstanceRegistry
     let interval: Duration
+    let time: SyncClock
     let logger: Logger
     /// Arrivals of other instances heard so far: a heartbeat that counted no other instance
     /// turns announcements off only if none arrived while it ran.
     private let arrivals = Locked(0)
 
-    init(registry: InstanceRegistry, interval: Duration, logger: Logger) {
+    init(registry: InstanceRegistry, interval: Duration, time: SyncClock, logger: Logger) {
         self.registry = registry
         self.interval = interval
+        self.time = time
         self.logger = logger
     }
 
@@ -42,7 +45,7 @@ final class InstanceService: Service, Sendable {
 
     func run() async {
         let registry = self.registry
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+        await Periodic(every: interval, time: time).run {
             do {
                 let before = arrivals.withLock { $0 }
                 let others = try await withDeadline(interval * 5, "the instance heartbeat") { try await registry.heartbeat() }
@@ -51,12 +54,11 @@ final class InstanceService: Service, Sendable {
                     registry.store.announceCommits(others > 0 || arrivals != before)
                 }
             } catch {
-                if Task.isCancelled || Task.isShuttingDownGracefully { break }
+                if Task.isCancelled || Task.isShuttingDownGracefully { return }
                 // Not knowing who else runs: announce, to be safe.
                 registry.store.announceCommits(true)
                 logger.warning("instance heartbeat failed", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
             }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.interval) }
         }
         _ = try? await withDeadline(.seconds(3), "leaving the instance registry") { try await registry.leave() }
     }

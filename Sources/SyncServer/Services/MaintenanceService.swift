@@ -1,6 +1,7 @@
 import Logging
 import PartitionSync
 import ServiceLifecycle
+import SyncProtocol
 import SyncStorage
 
 /// Prunes what the database need not keep forever, every ``RetentionConfiguration/interval``:
@@ -11,17 +12,19 @@ final class MaintenanceService: Service, Sendable {
     let store: ObjectStore
     let retention: RetentionConfiguration
     let failureWindow: Duration
+    let time: SyncClock
     let logger: Logger
 
-    init(store: ObjectStore, retention: RetentionConfiguration, failureWindow: Duration, logger: Logger) {
+    init(store: ObjectStore, retention: RetentionConfiguration, failureWindow: Duration, time: SyncClock, logger: Logger) {
         self.store = store
         self.retention = retention
         self.failureWindow = failureWindow
+        self.time = time
         self.logger = logger
     }
 
     func run() async {
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+        await Periodic(every: retention.interval, time: time).run {
             do {
                 let tombstones = try await store.pruneTombstones(olderThan: retention.tombstones)
                 let requests = try await store.pruneRequests(olderThan: retention.requests)
@@ -32,11 +35,9 @@ final class MaintenanceService: Service, Sendable {
                     logger.info("pruned", metadata: ["tombstones": "\(tombstones)", "requests": "\(requests)", "events": "\(events)"])
                 }
             } catch {
-                if Task.isCancelled || Task.isShuttingDownGracefully { break }
+                if Task.isCancelled || Task.isShuttingDownGracefully { return }
                 logger.warning("maintenance failed", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
             }
-            // The wait ends early on shutdown.
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.retention.interval) }
         }
     }
 }

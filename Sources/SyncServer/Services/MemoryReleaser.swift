@@ -1,6 +1,8 @@
 import Logging
 import PartitionSync
 import ServiceLifecycle
+import SyncProtocol
+import SyncStorage
 
 #if canImport(Glibc)
 import Glibc
@@ -57,19 +59,19 @@ struct MemoryReleasePolicy {
 final class MemoryReleaser: Service, Sendable {
     let sessions: SessionRegistry
     let interval: Duration
+    let time: SyncClock
     let logger: Logger
 
-    init(sessions: SessionRegistry, interval: Duration = .seconds(10), logger: Logger) {
+    init(sessions: SessionRegistry, interval: Duration = .seconds(10), time: SyncClock, logger: Logger) {
         self.sessions = sessions
         self.interval = interval
+        self.time = time
         self.logger = logger
     }
 
     func run() async {
         var policy = MemoryReleasePolicy()
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.interval) }
-            if Task.isShuttingDownGracefully { return }
+        await Periodic(every: interval, time: time, startsAtOnce: false).run {
             if policy.check(sessions: sessions.count) { Self.release(logger) }
         }
     }

@@ -1,23 +1,25 @@
 import Logging
 import PartitionSync
 import ServiceLifecycle
+import SyncProtocol
 import SyncStorage
 
 /// Keeps this instance's presence rows alive and closes the users of instances that died
 /// (docs/TRIGGERS.md, "Presence"). Sessions report their users' first opening and last closing.
 final class PresenceService: Service, Sendable {
     let ledger: PresenceLedger
+    let time: SyncClock
     let logger: Logger
 
-    init(ledger: PresenceLedger, logger: Logger) {
+    init(ledger: PresenceLedger, time: SyncClock, logger: Logger) {
         self.ledger = ledger
+        self.time = time
         self.logger = logger
     }
 
     func run() async {
-        let interval = ledger.lease / 3
         let ledger = self.ledger
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+        await Periodic(every: ledger.lease / 3, time: time).run {
             do {
                 // Bounded: a wait on a database that does not answer must not outlive the lease.
                 try await withDeadline(ledger.lease, "presence upkeep") {
@@ -25,10 +27,9 @@ final class PresenceService: Service, Sendable {
                     try await ledger.reap()
                 }
             } catch {
-                if Task.isCancelled || Task.isShuttingDownGracefully { break }
+                if Task.isCancelled || Task.isShuttingDownGracefully { return }
                 logger.warning("presence upkeep failed", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
             }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
         }
         // Leaving cleanly: this instance's users are closed now rather than when rows expire
         // (or, if the database does not answer soon, when they expire).

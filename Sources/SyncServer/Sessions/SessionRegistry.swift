@@ -3,57 +3,102 @@ import Locking
 import NIOWebSocket
 import PartitionSync
 import ServiceLifecycle
+import SyncProtocol
+import SyncStorage
 
 /// The open sessions of this instance: it closes those that stay unauthenticated, outlive
 /// their token or go idle (one sweep for all, twice a second, rather than a timer each), those
 /// whose credential is revoked (at once, and again on every sweep, for a session that was
 /// authenticating while the revocation arrived), and winds them all down for a graceful shutdown.
 final class SessionRegistry: Service, Sendable {
-    private let sessions = Locked<[ObjectIdentifier: SyncSession]>([:])
-    let revocations: RevocationList
+    private struct State {
+        var sessions: [ObjectIdentifier: SyncSession] = [:]
+        /// Who waits for the last session to end (``windDown(timeout:)``), by id.
+        var emptyWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter = 0
+    }
 
-    init(revocations: RevocationList) {
+    private let state = Locked(State())
+    let revocations: RevocationList
+    let time: SyncClock
+    /// How often the sessions are checked for timeouts.
+    let sweepInterval: Duration
+
+    init(revocations: RevocationList, time: SyncClock, sweepInterval: Duration = .milliseconds(500)) {
         self.revocations = revocations
+        self.time = time
+        self.sweepInterval = sweepInterval
         revocations.observe { [weak self] in self?.closeRevoked() }
     }
 
     /// Closes the sessions whose credential is revoked.
     func closeRevoked() {
-        let open = sessions.withLock { Array($0.values) }
+        let open = state.withLock { Array($0.sessions.values) }
         for session in open { session.closeIfRevoked(revocations) }
     }
 
     func add(_ session: SyncSession) {
-        sessions.withLock { $0[ObjectIdentifier(session)] = session }
+        state.withLock { $0.sessions[ObjectIdentifier(session)] = session }
     }
 
     func remove(_ session: SyncSession) {
-        sessions.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(session)) }
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.sessions.removeValue(forKey: ObjectIdentifier(session))
+            guard state.sessions.isEmpty else { return [] }
+            defer { state.emptyWaiters.removeAll() }
+            return Array(state.emptyWaiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
-    var count: Int { sessions.withLock { $0.count } }
+    var count: Int { state.withLock { $0.sessions.count } }
 
     /// Sweeps the sessions for timeouts until shutdown.
     func run() async {
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(500)) }
-            let open = sessions.withLock { Array($0.values) }
-            let (now, date) = (ContinuousClock.now, Date())
-            for session in open {
-                session.closeIfRevoked(revocations)
-                session.checkTimeouts(now: now, date: date)
-            }
+        await Periodic(every: sweepInterval, time: time, startsAtOnce: false).run { sweep() }
+    }
+
+    /// Closes the sessions that are revoked, stayed unauthenticated, outlived their token or
+    /// went idle, as of now.
+    func sweep() {
+        let open = state.withLock { Array($0.sessions.values) }
+        let (now, date) = (time.uptime(), time.now())
+        for session in open {
+            session.closeIfRevoked(revocations)
+            session.checkTimeouts(now: now, date: date)
         }
     }
 
     /// Asks every session to close once its current upload is answered, and waits until they
     /// have, or until `timeout`.
     func windDown(timeout: Duration) async {
-        let open = sessions.withLock { Array($0.values) }
+        let open = state.withLock { Array($0.sessions.values) }
         for session in open { session.beginShutdown() }
-        let deadline = ContinuousClock.now + timeout
-        while count > 0, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.emptied() }
+            group.addTask { [time] in try? await time.sleep(for: timeout) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Returns once no session is open, or when its task is cancelled.
+    private func emptied() async {
+        let id = state.withLock { state -> Int in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let done = state.withLock { state -> Bool in
+                    if state.sessions.isEmpty || Task.isCancelled { return true }
+                    state.emptyWaiters[id] = continuation
+                    return false
+                }
+                if done { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.emptyWaiters.removeValue(forKey: id) }?.resume()
         }
     }
 }

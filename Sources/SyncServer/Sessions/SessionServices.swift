@@ -13,6 +13,8 @@ struct SessionServices: Sendable {
     let presence: PresenceService?
     let userSessions: UserSessionCounts
     let configuration: SessionConfiguration
+    /// Time for timeouts and token lifetimes (``ServerConfiguration/time``).
+    let time: SyncClock
     var logger: Logger
 
     var permissionContext: PermissionContext { PermissionContext(store: store, logger: logger) }

@@ -12,7 +12,8 @@ extension SyncSession {
     /// Handles one message from the client. Errors answer with an `error` message; the
     /// session goes on, except for authentication failures, which close it.
     func handle(_ bytes: ByteBuffer) async {
-        state.withLock { $0.lastActivity = .now }
+        let now = services.time.uptime()
+        state.withLock { $0.lastActivity = now }
         let json: JSONValue
         do {
             json = try JSONParser(maximumDepth: services.store.limits.maximumDepth + 8).parse(bytes.readableBytesView)
@@ -65,10 +66,11 @@ extension SyncSession {
         do {
             let credential = try await services.auth.authenticate(bearer: token)
             let principal = credential.principal
+            let now = services.time.now()
             let result = state.withLock { state -> Bool? in
                 if let current = state.principal, current != principal { return nil }
                 let first = state.principal == nil
-                state.grant(credential, configuration: services.configuration)
+                state.grant(credential, configuration: services.configuration, now: now)
                 return first
             }
             switch result {

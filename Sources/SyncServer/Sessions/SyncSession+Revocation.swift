@@ -11,9 +11,9 @@ extension SyncSession.State {
     /// Takes a credential (at the upgrade or from `auth`). An API key does not expire, so its
     /// session ends `apiKeySessionLifetime` after the key was last presented: the service
     /// sends `auth` again to re-validate the key and extend it.
-    mutating func grant(_ credential: Credential, configuration: SessionConfiguration) {
+    mutating func grant(_ credential: Credential, configuration: SessionConfiguration, now: Date) {
         principal = credential.principal
-        expires = credential.expires ?? Date() + configuration.apiKeySessionLifetime.timeInterval
+        expires = credential.expires ?? now + configuration.apiKeySessionLifetime.timeInterval
         revokedBy = credential.revokedBy
     }
 }

@@ -148,7 +148,7 @@ extension SyncSession {
     /// Closes the session if it stayed unauthenticated, outlived its token, or went idle (the
     /// ``SessionRegistry`` asks every session twice a second). It only queues the close
     /// frame; the writer sends it and ends the session.
-    func checkTimeouts(now: ContinuousClock.Instant, date: Date) {
+    func checkTimeouts(now: Duration, date: Date) {
         let (last, opened, expires, authenticated, closing) = state.withLock {
             ($0.lastActivity, $0.opened, $0.expires, $0.principal != nil, $0.closing)
         }

@@ -14,11 +14,28 @@ extension SyncSession {
     /// Most operations in one transaction (several uploads' together).
     static let maximumBatchOperations = 5_000
 
-    /// Queues an upload for the worker; waits while the queue is full.
+    /// Queues an upload for the worker; waits while the queue is full (the worker resumes
+    /// the wait when it takes uploads, a close when the session ends).
     func enqueueUpload(_ upload: QueuedUpload) async {
         let limit = max(1, services.configuration.maximumQueuedUploads)
-        while state.withLock({ $0.uploads.count >= limit && !$0.closing }) {
-            do { try await Task.sleep(for: .milliseconds(2)) } catch { return }
+        let isFull: @Sendable (State) -> Bool = { $0.uploads.count >= limit && !$0.closing }
+        while state.withLock({ isFull($0) }) {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let wait = state.withLock { state -> Bool in
+                        guard isFull(state), !Task.isCancelled else { return false }
+                        state.uploadRoom = continuation
+                        return true
+                    }
+                    if !wait { continuation.resume() }
+                }
+            } onCancel: {
+                state.withLock { state in
+                    defer { state.uploadRoom = nil }
+                    return state.uploadRoom
+                }?.resume()
+            }
+            if Task.isCancelled { return }
         }
         state.withLock { $0.uploads.append(upload) }
         requestWork()
@@ -57,8 +74,8 @@ extension SyncSession {
     /// none, or the session is closing (uploads not begun are dropped: the client resends
     /// them, and their request ids make that harmless).
     private func takeUploadBatch() -> [QueuedUpload]? {
-        state.withLock { state in
-            guard !state.closing, !state.shuttingDown, let first = state.uploads.first else { return nil }
+        let (batch, reader) = state.withLock { state -> ([QueuedUpload]?, CheckedContinuation<Void, Never>?) in
+            guard !state.closing, !state.shuttingDown, let first = state.uploads.first else { return (nil, nil) }
             var batch: [QueuedUpload] = []
             var operations = 0
             while let next = state.uploads.first, next.partition == first.partition, batch.count < Self.maximumBatchUploads,
@@ -69,8 +86,11 @@ extension SyncSession {
             }
             state.uploading = true
             state.uploadingTo = first.partition
-            return batch
+            defer { state.uploadRoom = nil }
+            return (batch, state.uploadRoom)
         }
+        reader?.resume()
+        return batch
     }
 
     /// Checks the write permission once for the batch, applies it and answers each upload.

@@ -66,6 +66,11 @@ final class SyncSession: FeedSubscriber, Sendable {
     }
 
     struct State {
+        /// When the session began (``SyncClock/uptime``): an unauthenticated one must
+        /// authenticate within the auth timeout.
+        let opened: Duration
+        /// The last message from the client (``SyncClock/uptime``).
+        var lastActivity: Duration
         var principal: Principal?
         var expires: Date?
         /// The revocations that end this session's credential.
@@ -80,9 +85,6 @@ final class SyncSession: FeedSubscriber, Sendable {
         var queuedChangeBytes = 0
         var queuedReplies = 0
         var closing = false
-        var lastActivity = ContinuousClock.now
-        /// When the session began: an unauthenticated one must authenticate within the auth timeout.
-        let opened = ContinuousClock.now
         /// Permission inputs that changed: the decisions depending on them are checked again.
         var recheck: Set<PermissionInput> = []
         /// Counts permission-input changes, to notice one that lands during a check.
@@ -98,6 +100,9 @@ final class SyncSession: FeedSubscriber, Sendable {
         var uploadingTo: Partition?
         /// Uploads received and not yet applied, in order.
         var uploads: Deque<QueuedUpload> = []
+        /// The reader, waiting for room in a full upload queue: resumed when the worker takes
+        /// uploads from it or the session closes.
+        var uploadRoom: CheckedContinuation<Void, Never>?
         /// How many subscriptions and write decisions depend on each permission input.
         var inputUses: [PermissionInput: Int] = [:]
         /// The user whose presence this session counts in.
@@ -125,7 +130,7 @@ final class SyncSession: FeedSubscriber, Sendable {
     let services: SessionServices
     let id: Int
     var logger: Logger { services.logger }
-    let state = Locked(State())
+    let state: Locked<State>
     let eventSink: AsyncStream<Event>.Continuation
     let events: AsyncStream<Event>
 
@@ -142,9 +147,10 @@ final class SyncSession: FeedSubscriber, Sendable {
         self.frameGate = frameGate
         self.countsInPresence = countsInPresence
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
-        if let credential {
-            state.withLock { $0.grant(credential, configuration: services.configuration) }
-        }
+        let opened = services.time.uptime()
+        var state = State(opened: opened, lastActivity: opened)
+        if let credential { state.grant(credential, configuration: services.configuration, now: services.time.now()) }
+        self.state = Locked(state)
     }
 
     var principal: Principal? { state.withLock { $0.principal } }
@@ -229,12 +235,14 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     /// Queues a close frame after what is queued; nothing is queued after it.
     func close(_ code: WebSocketErrorCode, _ reason: String) {
-        let queued = state.withLock { state -> Bool in
-            guard !state.closing else { return false }
+        let (queued, reader) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+            guard !state.closing else { return (false, nil) }
             state.closing = true
             state.queue.append(.close(code, reason))
-            return true
+            defer { state.uploadRoom = nil }
+            return (true, state.uploadRoom)
         }
+        reader?.resume()
         if queued { signalWriter() }
     }
 
