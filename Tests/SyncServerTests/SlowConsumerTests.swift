@@ -33,13 +33,15 @@ struct SlowConsumerTests {
                     }
                     try await store.upload(Upload(partition: mine, operations: operations, principal: alice.userID))
                 }
-                try await Task.sleep(for: .milliseconds(500))
-                let peak = server.server.metrics.sessionQueuePeakBytes
+                // The queue fills and the subscription pauses (the event), and the bound holds.
+                let metrics = server.server.metrics
+                let paused = try await TestTriggers.eventually(timeout: .seconds(30)) { metrics.subscriptionPauseCount > 0 }
+                #expect(paused, "the queue never filled: the test sent too little")
+                let peak = metrics.sessionQueuePeakBytes
                 // One page may always be queued on top of a queue under the limit.
                 let largestPage = 50 * 20_200
                 #expect(peak <= limit + largestPage, "queued \(peak) bytes")
                 #expect(peak > 0)
-                #expect(server.server.metrics.subscriptionPauseCount > 0, "the queue never filled: the test sent too little")
 
                 slow.resumeReading()
                 let database = try await store.snapshot(of: mine).compactMapValues(\.body)

@@ -29,13 +29,12 @@ struct FeedPosition: Sendable, Hashable, Comparable {
 /// What the hub needs of a session: it hands over committed pages of partitions the session
 /// follows live, and tells it when a permission input changed.
 ///
-/// All calls come from under the hub's lock and must not block or call back into the hub.
+/// The hub never calls a subscriber under its lock (it collects what to hand over under it and
+/// calls after); a call must still not block: it runs on the committing or reading task.
 protocol FeedSubscriber: AnyObject, Sendable {
     /// Queues a page for a live subscription; `false` when the subscription is no longer live
     /// there (ended, or its queue overflowed and it will catch up on its own).
     func deliver(partition: Partition, generation: Int, cursor: Cursor, bytes: ByteBuffer, objectCount: Int) -> Bool
-    /// Confirms that a subscription that asked to join is still waiting, and makes it live.
-    func becomeLive(partition: Partition, generation: Int) -> Bool
     /// The partition's live feed cannot continue (its cursor was reset): catch up alone.
     func resync(partition: Partition, generation: Int)
     /// Something a permission decision of this session depends on has changed (a partition

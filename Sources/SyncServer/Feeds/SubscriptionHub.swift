@@ -1,4 +1,5 @@
 import CoreMetrics
+import DequeModule
 import Locking
 import Logging
 import NIOCore
@@ -25,15 +26,32 @@ package final class SubscriptionHub: Service, Sendable {
     }
 
     struct Feed {
+        /// Tells this feed from a later one of the same partition (a deliverer of an ended
+        /// feed stops rather than deliver the new one's pages).
+        let id: Int
         var cursor: Cursor
         var position: FeedPosition
         var members: [ObjectIdentifier: Member] = [:]
         var fetching = false
         var dirty = false
+        /// Pages read or committed and not yet handed to the members, in order, with the
+        /// position each ends at. The feed's ``position`` already counts them.
+        var outbox: Deque<(page: EncodedChangeBatch, end: FeedPosition)> = []
+        /// A task is handing the outbox to the members (one at a time: pages stay in order).
+        var delivering = false
+    }
+
+    /// One page for the members that were behind its end when it was taken from the outbox.
+    struct Delivery {
+        let feed: Int
+        let page: EncodedChangeBatch
+        let end: FeedPosition
+        let members: [(id: ObjectIdentifier, member: Member)]
     }
 
     struct State {
         var feeds: [Partition: Feed] = [:]
+        var nextFeed = 0
         var watchers: [Partition: [ObjectIdentifier: WeakSubscriber]] = [:]
         /// The newest version seen of each watched partition: a permission input is checked
         /// again once per new version, whether a notification or the poll reports it.
@@ -57,8 +75,6 @@ package final class SubscriptionHub: Service, Sendable {
         case live
         /// The feed is ahead of it: read further and ask again.
         case behind
-        /// The subscription ended meanwhile.
-        case gone
     }
 
     let store: ObjectStore
@@ -121,10 +137,10 @@ package final class SubscriptionHub: Service, Sendable {
         }
         for changes in commit.partitions {
             let (partition, version) = (changes.partition, changes.version)
-            let (fetch, watchers) = state.withLock { state -> (Bool, [any FeedSubscriber]) in
+            let (fetch, watchers, deliver) = state.withLock { state -> (Bool, [any FeedSubscriber], Bool) in
                 let watchers = Self.changedInput(partition, version: version, polled: false, in: &state)
                 guard var feed = state.feeds[partition], !feed.fetching, feed.position == FeedPosition(version: version - 1) else {
-                    return (Self.startFetch(partition, version: version, in: &state), watchers)
+                    return (Self.startFetch(partition, version: version, in: &state), watchers, false)
                 }
                 let end = FeedPosition(version: version)
                 let page = EncodedChangeBatch(
@@ -133,18 +149,15 @@ package final class SubscriptionHub: Service, Sendable {
                         EncodedChangeBatch.Object(key: change.key, version: version, compactBody: change.after.body.map { _ in change.encodedBody ?? [] })
                     },
                     cursor: CursorPosition(epoch: epoch, version: version).cursor, upToDate: true, reset: false, version: version)
-                deliver(page, at: end, to: &feed, partition: partition)
+                let deliver = Self.enqueue(page, at: end, to: &feed)
                 metrics.localDeliveries.increment()
                 feed.cursor = page.cursor
                 feed.position = end
-                if feed.members.isEmpty {
-                    state.feeds.removeValue(forKey: partition)
-                } else {
-                    state.feeds[partition] = feed
-                }
-                return (false, watchers)
+                state.feeds[partition] = feed
+                return (false, watchers, deliver)
             }
             if fetch { eventSink.yield(.fetch(partition)) }
+            if deliver { drain(partition) }
             for watcher in watchers { watcher.permissionInputChanged(.partition(partition), changes: changes.changes) }
             let created = state.withLock { state -> [(ObjectChange, [any FeedSubscriber])] in
                 guard !state.absentWatchers.isEmpty else { return [] }
@@ -207,13 +220,15 @@ package final class SubscriptionHub: Service, Sendable {
     // MARK: Membership
 
     /// Asks to receive a partition live from `position` (a complete or partial version the
-    /// subscriber has delivered up to).
+    /// subscriber has delivered up to). The subscriber has made its subscription live before
+    /// it asks (the hub calls no subscriber under its lock); on `.behind` it makes it catch
+    /// up again.
     func join(_ subscriber: any FeedSubscriber, partition: Partition, generation: Int, cursor: Cursor, position: FeedPosition) -> JoinResult {
         let (result, fetch) = state.withLock { state -> (JoinResult, Bool) in
-            var feed = state.feeds[partition] ?? Feed(cursor: cursor, position: position)
             let isNew = state.feeds[partition] == nil
+            if isNew { state.nextFeed += 1 }
+            var feed = state.feeds[partition] ?? Feed(id: state.nextFeed, cursor: cursor, position: position)
             if !isNew, position < feed.position { return (.behind, false) }
-            guard subscriber.becomeLive(partition: partition, generation: generation) else { return (.gone, false) }
             feed.members[ObjectIdentifier(subscriber)] = Member(subscriber: subscriber, generation: generation, position: position)
             // A new feed, or a subscriber ahead of the feed, may have missed notifications
             // before it joined: read once now so nothing committed since is left behind.
@@ -233,7 +248,7 @@ package final class SubscriptionHub: Service, Sendable {
         state.withLock { state in
             guard var feed = state.feeds[partition] else { return }
             feed.members.removeValue(forKey: ObjectIdentifier(subscriber))
-            if feed.members.isEmpty, !feed.fetching {
+            if feed.members.isEmpty, !feed.fetching, !feed.delivering {
                 state.feeds.removeValue(forKey: partition)
             } else {
                 state.feeds[partition] = feed
@@ -369,62 +384,110 @@ package final class SubscriptionHub: Service, Sendable {
                 if Task.isCancelled { return }
                 continue
             }
-            let again = state.withLock { state -> Bool in
-                guard var feed = state.feeds[partition] else { return false }
+            let (again, deliver, resync) = state.withLock { state -> (Bool, Bool, [Member]) in
+                guard var feed = state.feeds[partition] else { return (false, false, []) }
                 if page.reset {
                     // The feed's cursor can no longer be continued from: every member catches up alone.
-                    for member in feed.members.values { member.subscriber.resync(partition: partition, generation: member.generation) }
                     state.feeds.removeValue(forKey: partition)
-                    return false
+                    return (false, false, Array(feed.members.values))
                 }
-                guard let next = CursorPosition(page.cursor) else { return false }
+                guard let next = CursorPosition(page.cursor) else { return (false, false, []) }
                 let position = FeedPosition(version: next.version, after: next.after)
-                deliver(page, at: position, to: &feed, partition: partition)
+                let deliver = Self.enqueue(page, at: position, to: &feed)
                 feed.cursor = page.cursor
                 feed.position = position
-                if feed.members.isEmpty {
-                    state.feeds.removeValue(forKey: partition)
-                    return false
-                }
-                if !page.upToDate || feed.dirty {
-                    state.feeds[partition] = feed
-                    return true
-                }
-                feed.fetching = false
+                let again = !page.upToDate || feed.dirty
+                if !again { feed.fetching = false }
                 state.feeds[partition] = feed
-                return false
+                return (again, deliver, [])
             }
+            for member in resync { member.subscriber.resync(partition: partition, generation: member.generation) }
+            if deliver { drain(partition) }
             if !again { return }
         }
     }
 
-    /// Hands a page to every member behind its end, each getting only the objects after its
-    /// own position; members at the same position share one encoding.
-    private func deliver(_ page: EncodedChangeBatch, at end: FeedPosition, to feed: inout Feed, partition: Partition) {
+    // MARK: Delivering a feed
+
+    /// Queues a page on a feed (under the lock); whether the caller must now deliver the
+    /// outbox (``drain(_:)``, after the lock), no one else doing it.
+    private static func enqueue(_ page: EncodedChangeBatch, at end: FeedPosition, to feed: inout Feed) -> Bool {
+        feed.outbox.append((page, end))
+        guard !feed.delivering else { return false }
+        feed.delivering = true
+        return true
+    }
+
+    /// Hands a feed's queued pages to its members, in order, until the outbox is empty: the
+    /// members and their positions are read under the lock, each page is encoded and handed
+    /// over outside it, and the positions are written back under it.
+    private func drain(_ partition: Partition) {
+        var feedID: Int?
+        while let delivery = nextDelivery(partition, feed: feedID) {
+            feedID = delivery.feed
+            let outcomes = deliver(delivery, partition: partition)
+            state.withLock { state in
+                guard var feed = state.feeds[partition], feed.id == delivery.feed else { return }
+                for (id, generation, accepted) in outcomes {
+                    guard let member = feed.members[id], member.generation == generation else { continue }
+                    if !accepted {
+                        feed.members.removeValue(forKey: id)
+                    } else if member.position < delivery.end {
+                        feed.members[id]?.position = delivery.end
+                    }
+                }
+                state.feeds[partition] = feed
+            }
+        }
+    }
+
+    /// The next page of the feed's outbox and who it goes to; `nil` (and the feed no longer
+    /// delivering) when the outbox is empty, or the feed ended.
+    private func nextDelivery(_ partition: Partition, feed expected: Int?) -> Delivery? {
+        state.withLock { state -> Delivery? in
+            guard var feed = state.feeds[partition], expected.map({ $0 == feed.id }) ?? true else { return nil }
+            guard let (page, end) = feed.outbox.popFirst() else {
+                feed.delivering = false
+                if feed.members.isEmpty, !feed.fetching {
+                    state.feeds.removeValue(forKey: partition)
+                } else {
+                    state.feeds[partition] = feed
+                }
+                return nil
+            }
+            state.feeds[partition] = feed
+            let members = feed.members.filter { $0.value.position < end }.map { (id: $0.key, member: $0.value) }
+            return Delivery(feed: feed.id, page: page, end: end, members: members)
+        }
+    }
+
+    /// Hands a page to every member of the delivery, each getting only the objects after its
+    /// own position; members at the same position share one encoding. Whether each took it
+    /// (a member with nothing new counts as having taken it).
+    private func deliver(_ delivery: Delivery, partition: Partition) -> [(ObjectIdentifier, Int, Bool)] {
         var encoded: [FeedPosition: (bytes: ByteBuffer, count: Int)] = [:]
-        for (id, member) in feed.members {
-            guard member.position < end else { continue }
+        var outcomes: [(ObjectIdentifier, Int, Bool)] = []
+        outcomes.reserveCapacity(delivery.members.count)
+        for (id, member) in delivery.members {
             let message: (bytes: ByteBuffer, count: Int)
             if let cached = encoded[member.position] {
                 message = cached
             } else {
-                let objects = page.objects.filter { member.position.precedes(version: $0.version, key: $0.key) }
-                message = (page.messageBuffer(objects: objects, reset: false), objects.count)
+                let objects = delivery.page.objects.filter { member.position.precedes(version: $0.version, key: $0.key) }
+                message = (delivery.page.messageBuffer(objects: objects, reset: false), objects.count)
                 encoded[member.position] = message
             }
             if message.count == 0 {
                 // Nothing new for this member (a read after a join found no commit): say nothing.
-                feed.members[id]?.position = end
+                outcomes.append((id, member.generation, true))
                 continue
             }
-            if member.subscriber.deliver(
-                partition: partition, generation: member.generation, cursor: page.cursor, bytes: message.bytes, objectCount: message.count)
-            {
-                feed.members[id]?.position = end
-                metrics.pushed(message.count)
-            } else {
-                feed.members.removeValue(forKey: id)
-            }
+            let accepted = member.subscriber.deliver(
+                partition: partition, generation: member.generation, cursor: delivery.page.cursor, bytes: message.bytes,
+                objectCount: message.count)
+            if accepted { metrics.pushed(message.count) }
+            outcomes.append((id, member.generation, accepted))
         }
+        return outcomes
     }
 }

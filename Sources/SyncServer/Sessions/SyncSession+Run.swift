@@ -242,11 +242,12 @@ extension SyncSession {
             guard queued else { continue }
             signalWriter()
             services.metrics.pushed(page.objectCount)
-            if page.upToDate, let position = CursorPosition(page.cursor) {
+            // Up to date: live from here, if the feed is not ahead of it (then it reads on).
+            if page.upToDate, let position = CursorPosition(page.cursor), becomeLive(partition: partition, generation: generation) {
                 let result = services.hub.join(
                     self, partition: partition, generation: generation, cursor: page.cursor,
                     position: FeedPosition(version: position.version, after: position.after))
-                if case .behind = result { continue }
+                if case .behind = result { fellBehind(partition: partition, generation: generation) }
             }
         }
     }

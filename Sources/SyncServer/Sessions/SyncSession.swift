@@ -330,7 +330,7 @@ final class SyncSession: FeedSubscriber, Sendable {
         if !unused.isEmpty { services.hub.unwatch(unused, for: self) }
     }
 
-    // MARK: FeedSubscriber (called under the hub's lock)
+    // MARK: FeedSubscriber (called by the hub, never under its lock)
 
     func deliver(partition: Partition, generation: Int, cursor: Cursor, bytes: ByteBuffer, objectCount: Int) -> Bool {
         let result = state.withLock { state -> (accepted: Bool, overflow: Bool) in
@@ -355,6 +355,8 @@ final class SyncSession: FeedSubscriber, Sendable {
         return result.accepted
     }
 
+    /// Makes a subscription that caught up live, before it joins its feed; `false` when it
+    /// ended, was replaced or is reading meanwhile.
     func becomeLive(partition: Partition, generation: Int) -> Bool {
         state.withLock { state in
             guard var subscription = state.subscriptions[partition], subscription.generation == generation,
@@ -363,6 +365,14 @@ final class SyncSession: FeedSubscriber, Sendable {
             subscription.mode = .live
             state.subscriptions[partition] = subscription
             return true
+        }
+    }
+
+    /// The feed was ahead of a subscription that asked to join: it catches up again.
+    func fellBehind(partition: Partition, generation: Int) {
+        state.withLock { state in
+            guard state.subscriptions[partition]?.generation == generation else { return }
+            state.subscriptions[partition]?.mode = .catchingUp
         }
     }
 
