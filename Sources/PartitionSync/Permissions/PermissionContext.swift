@@ -8,23 +8,29 @@ import SyncStorage
 /// when a partition it read an object in changes, or when an object it found absent is
 /// created, without the rule declaring its inputs.
 public struct PermissionContext: ObjectReading, Sendable {
-    let store: ObjectStore
+    let source: any ObjectSource
     public let logger: Logger
     let recorder: PermissionInputRecorder?
 
     package init(store: ObjectStore, logger: Logger) {
-        self.init(store: store, logger: logger, recorder: nil)
+        self.init(source: StoreObjectSource(store: store), logger: logger, recorder: nil)
     }
 
-    private init(store: ObjectStore, logger: Logger, recorder: PermissionInputRecorder?) {
-        self.store = store
+    /// A context reading from `source`: in an application's tests, the test kit's
+    /// `InMemoryObjects`.
+    public init(source: any ObjectSource, logger: Logger = Logger(label: "psync.rules")) {
+        self.init(source: source, logger: logger, recorder: nil)
+    }
+
+    private init(source: any ObjectSource, logger: Logger, recorder: PermissionInputRecorder?) {
+        self.source = source
         self.logger = logger
         self.recorder = recorder
     }
 
     /// A context that records what is read through it into `recorder`.
     func recording(into recorder: PermissionInputRecorder) -> PermissionContext {
-        PermissionContext(store: store, logger: logger, recorder: recorder)
+        PermissionContext(source: source, logger: logger, recorder: recorder)
     }
 
     /// The live object under `key` with its version, or `nil` when it does not exist or is deleted.
@@ -40,19 +46,16 @@ public struct PermissionContext: ObjectReading, Sendable {
 
     /// The live objects among `keys`, recorded.
     private func read(_ keys: [ObjectKey]) async throws -> [(partition: Partition, object: SyncObject)] {
-        let live = try await store.objects(keys).compactMap { partition, object -> (partition: Partition, object: SyncObject)? in
-            guard !object.isDeleted, let partition = try? Partition(partition) else { return nil }
-            return (partition, object)
-        }
+        let live = try await source.liveObjects(keys)
         recorder?.read(keys, found: live.map { ($0.partition, $0.object.key, $0.object.version) })
         return live
     }
 
     public func email(ofUser userID: String) async throws -> String? {
-        try await AccountStore(store: store).email(of: userID)
+        try await source.email(ofUser: userID)
     }
 
     public func userID(ofEmail email: String) async throws -> String? {
-        try await AccountStore(store: store).userID(ofEmail: email)
+        try await source.userID(ofEmail: email)
     }
 }

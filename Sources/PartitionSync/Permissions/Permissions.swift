@@ -106,24 +106,34 @@ public struct Permissions: Sendable {
         if case .system = principal { return }
         let context = ValidationContext(transaction: transaction)
         for change in changes {
-            if let body = change.after.body {
-                if let schema = schemas[change.key.collection] {
-                    try schema.check(body, before: change.before.body, encodedSize: change.encodedBody?.count)
-                } else if refusesUndeclaredCollections {
-                    throw SyncError(
-                        .validationFailed, "\(change.key.collection) is not a collection of this application",
-                        details: ["field": ""])
-                }
+            try await check(change, in: partition, by: principal, context: context)
+        }
+    }
+
+    /// Checks one change of an upload as the server does before it commits: against its
+    /// collection's declared schema, then through every validator in order. Throws the
+    /// ``SyncError`` the client would get (`validation_failed` for a validator that throws
+    /// anything else). An application's tests call it with a context on the test kit's
+    /// `InMemoryObjects`.
+    public func check(_ change: ObjectChange, in partition: Partition, by principal: Principal, context: ValidationContext) async throws {
+        if case .system = principal { return }
+        if let body = change.after.body {
+            if let schema = schemas[change.key.collection] {
+                try schema.check(body, before: change.before.body, encodedSize: change.encodedBody?.count)
+            } else if refusesUndeclaredCollections {
+                throw SyncError(
+                    .validationFailed, "\(change.key.collection) is not a collection of this application",
+                    details: ["field": ""])
             }
-            for validator in validators {
-                do {
-                    try await validator.validate(change, in: partition, by: principal, context: context)
-                } catch let error as SyncError {
-                    throw error
-                } catch {
-                    context.logger.error("validator failed", metadata: ["error": "\(error)"])
-                    throw SyncError(.validationFailed, "the write could not be validated")
-                }
+        }
+        for validator in validators {
+            do {
+                try await validator.validate(change, in: partition, by: principal, context: context)
+            } catch let error as SyncError {
+                throw error
+            } catch {
+                context.logger.error("validator failed", metadata: ["error": "\(error)"])
+                throw SyncError(.validationFailed, "the write could not be validated")
             }
         }
     }
