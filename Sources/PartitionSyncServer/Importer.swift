@@ -66,7 +66,7 @@ package struct Importer: Sendable {
     package func run() async throws -> ImportReport {
         var report = ImportReport(dryRun: options.dryRun, partitionLimit: options.reportPartitions, refusalLimit: options.reportRefusals)
         let files = try Self.files(options.paths)
-        if !options.triggers { store.recordEvents(.matching { _ in false }) }
+        store.recordEvents(options.triggers ? try await eventInterest() : .matching { _ in false })
         store.labelObjectEvents(as: .import)
         if !options.dryRun { try await store.createIndexes(application.indexes) }
         if let usersFile = options.usersFile {
@@ -95,6 +95,20 @@ package struct Importer: Sendable {
         return report
     }
 
+    /// The events the import records: those the application's triggers handle (an `import`
+    /// event no trigger matches would be written, numbered and passed over for nothing, and
+    /// with the document as its body it costs as much as the object), as a server records
+    /// only what its triggers read (``EventInterest``). Every event when a trigger the
+    /// application does not know is registered in the database (another version of the
+    /// application ran there): it may handle them.
+    private func eventInterest() async throws -> EventInterest {
+        let known = Set(application.triggers.map(\.name))
+        let registered = try await TriggerLedger(store: store).statuses().map(\.name)
+        guard registered.allSatisfy(known.contains) else { return .all }
+        let triggers = application.triggers
+        return .matching { event in triggers.contains { $0.matches(event) } }
+    }
+
     /// Documents and bytes read so far, over all files.
     struct Progress {
         var documents = 0
@@ -110,6 +124,8 @@ package struct Importer: Sendable {
         let collection = options.collection ?? file.collection
         let collector = BlobCollector(maximumBytes: options.blobMaximumBytes)
         let mapper = JSONMapper(policy: collector.policy(for: application.importing))
+        let placement = self.placement
+        let author = principal.description
         var batch = ImportBatch()
         var writing: Writing?
         var previousOffset: Int64 = 0
@@ -133,7 +149,7 @@ package struct Importer: Sendable {
             progress.documents += 1
             report.conversions.count(source.document)
             do {
-                let entry = try prepare(source, collection: collection, mapper: mapper)
+                let entry = try prepare(source, collection: collection, mapper: mapper, placement: placement, author: author)
                 let taken = collector.take()
                 report.base64Fields += taken.base64Fields
                 for blob in taken.blobs {
@@ -160,9 +176,10 @@ package struct Importer: Sendable {
     }
 
     /// The upload of one document, or its refusal (thrown).
-    private func prepare(_ source: SourceDocument, collection: String, mapper: JSONMapper) throws -> ImportBatch.Entry {
+    private func prepare(
+        _ source: SourceDocument, collection: String, mapper: JSONMapper, placement: DocumentPlacement, author: String
+    ) throws -> ImportBatch.Entry {
         do {
-            let placement = self.placement
             let (id, partition, field) = try placement.place(source.document)
             var document = ImportMapping.Document(
                 collection: collection, id: id, partition: partition,
@@ -174,7 +191,7 @@ package struct Importer: Sendable {
             }
             let key = try ObjectKey(collection: document.collection, id: document.id)
             return ImportBatch.Entry(
-                upload: Upload(partition: document.partition, operations: [.put(key, body: document.body)], principal: principal.description),
+                upload: Upload(partition: document.partition, operations: [.put(key, body: document.body)], principal: author),
                 collection: collection, source: source)
         } catch let error as ImportError {
             let located = error.located(

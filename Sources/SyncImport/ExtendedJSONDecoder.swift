@@ -107,11 +107,21 @@ private struct ExtendedJSONWalker {
 
     /// The value of a type wrapper object; `nil` for an ordinary document.
     mutating func wrapper(_ fields: [String: JSONValue]) throws(ImportError) -> BSONValue? {
+        // Every wrapper's keys (the legacy ones' too) start with "$"; most objects have none.
+        guard fields.keys.contains(where: { $0.utf8.first == UInt8(ascii: "$") }) else { return nil }
         if acceptsLegacyForms, let legacy = try legacyWrapper(fields) { return legacy }
-        guard let key = fields.keys.filter(Self.wrapperKeys.contains).min() else { return nil }
-        let keys = Set(fields.keys)
+        let key: String
+        if fields.count == 1, let only = fields.keys.first {
+            // The common case ({"$oid": …}, {"$date": …}): no list or set of the keys to make.
+            guard Self.wrapperKeys.contains(only) else { return nil }
+            key = only
+        } else {
+            guard let found = fields.keys.filter(Self.wrapperKeys.contains).min() else { return nil }
+            key = found
+        }
+        var keys: Set<String> { Set(fields.keys) }
         func exactly(_ expected: Set<String>) throws(ImportError) {
-            guard keys == expected else {
+            guard fields.count == expected.count, fields.keys.allSatisfy(expected.contains) else {
                 let list = expected.sorted().map { "\"\($0)\"" }.joined(separator: " and ")
                 throw failure("an object with \"\(key)\" must have exactly the key\(expected.count > 1 ? "s" : "") \(list), not \(keys.sorted())")
             }

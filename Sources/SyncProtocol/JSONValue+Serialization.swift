@@ -65,7 +65,7 @@ struct JSONWriter {
             if fields[BlobReference.field] != nil { sawBlobField = true }
             output.append(UInt8(ascii: "{"))
             var first = true
-            for (key, field) in fields.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            for (key, field) in fields.sorted(by: { $0.key.utf8Precedes($1.key) }) {
                 if !first { output.append(UInt8(ascii: ",")) }
                 first = false
                 write(string: key)

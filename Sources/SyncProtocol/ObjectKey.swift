@@ -34,9 +34,9 @@ public struct ObjectKey: Sendable, Hashable, Comparable, CustomStringConvertible
     /// Orders by collection, then id, comparing UTF-8 bytes (PostgreSQL's `COLLATE "C"`).
     public static func < (lhs: ObjectKey, rhs: ObjectKey) -> Bool {
         if lhs.collection != rhs.collection {
-            return lhs.collection.utf8.lexicographicallyPrecedes(rhs.collection.utf8)
+            return lhs.collection.utf8Precedes(rhs.collection)
         }
-        return lhs.id.utf8.lexicographicallyPrecedes(rhs.id.utf8)
+        return lhs.id.utf8Precedes(rhs.id)
     }
 
     static func isValidCollection(_ name: String) -> Bool {

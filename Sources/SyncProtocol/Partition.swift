@@ -43,7 +43,7 @@ public struct Partition: Sendable, Hashable, Comparable, CustomStringConvertible
     }
 
     public static func < (lhs: Partition, rhs: Partition) -> Bool {
-        lhs.description.utf8.lexicographicallyPrecedes(rhs.description.utf8)
+        lhs.description.utf8Precedes(rhs.description)
     }
 
     /// Unicode's control characters (general category Cc), without a property lookup for ASCII.

@@ -89,4 +89,33 @@ struct ImportRefusalTests {
             #expect(try await db.store().body(of: ObjectKey(collection: "ChatMessage", id: "m-1"))?["text"] == "first")
         }
     }
+
+    @Test("an id twice in one batch: stored once, the same body again unchanged, another body refused as exists")
+    func duplicateInOneBatch() async throws {
+        try await TestDatabase.with { db in
+            let path = try Self.export("ChatMessage.json", [
+                Self.message("d-1", text: "first"),
+                Self.message("d-2", text: "kept"),
+                Self.message("d-1", text: "first"),
+                Self.message("d-2", text: "another"),
+                Self.message("d-3", text: String(repeating: "x", count: 20_000)),
+                Self.message("d-4", text: "last"),
+            ])
+            let printed = ImportHarness.Printed()
+            let report = try await ImportHarness.run(db, ImportOptions(paths: [path]), printed: printed)
+            #expect(report.total.imported == 3 && report.total.unchanged == 1 && report.total.refused == 2, "\(report.lines)")
+            let refusals = printed.refusals.withLock { $0 }
+            #expect(refusals.contains { $0.documentID == "\"d-2\"" && $0.code == "exists" && $0.documentNumber == 4 }, "\(refusals)")
+            #expect(refusals.contains { $0.documentID == "\"d-3\"" && $0.code == "validation_failed" }, "\(refusals)")
+            let store = db.store()
+            #expect(try await store.body(of: ObjectKey(collection: "ChatMessage", id: "d-1"))?["text"] == "first")
+            #expect(try await store.body(of: ObjectKey(collection: "ChatMessage", id: "d-2"))?["text"] == "kept")
+            #expect(try await store.body(of: ObjectKey(collection: "ChatMessage", id: "d-3")) == nil)
+            #expect(try await store.body(of: ObjectKey(collection: "ChatMessage", id: "d-4"))?["text"] == "last")
+            var rows: Int64 = 0
+            for try await count in try await db.client.query(
+                "SELECT count(*)::bigint FROM psync_objects WHERE collection = 'ChatMessage'").decode(Int64.self) { rows = count }
+            #expect(rows == 3)
+        }
+    }
 }

@@ -52,11 +52,39 @@ struct RChatImportTests {
 
             let again = try await ImportHarness.run(db, options)
             #expect(again.total.read == 12 && again.total.unchanged == 12 && again.total.imported == 0, "\(again.lines)")
-            // Each object was written once: one import event each, none for the second run.
-            let rows = try await db.client.query("SELECT count(*)::bigint, count(DISTINCT (collection, object_id))::bigint FROM psync_events WHERE operation = 'import'")
-            for try await (events, objects) in rows.decode((Int64, Int64).self) {
-                #expect(events == 12 && objects == 12)
-            }
+            // Each object was written once: an import event for each one a trigger handles
+            // (RChat's user-changed trigger reads imported Users; no trigger reads imported
+            // Chatsters or messages), none for the second run.
+            #expect(try await Self.importEvents(db) == ["User": 3])
+        }
+    }
+
+    /// The import events recorded per collection, each object's once (else the count is -1).
+    static func importEvents(_ db: TestDatabase) async throws -> [String: Int64] {
+        var result: [String: Int64] = [:]
+        let rows = try await db.client.query(
+            "SELECT collection, count(*)::bigint, count(DISTINCT object_id)::bigint FROM psync_events WHERE operation = 'import' GROUP BY collection")
+        for try await (collection, events, objects) in rows.decode((String, Int64, Int64).self) {
+            result[collection] = events == objects ? events : -1
+        }
+        return result
+    }
+
+    @Test("import events are recorded for the application's triggers that handle them, every one while a trigger it does not know is registered, none with --no-triggers")
+    func eventsFollowTheTriggers() async throws {
+        try await TestDatabase.with { db in
+            var options = ImportOptions(paths: [ImportHarness.file("mongoexport-relaxed", "ChatMessage")])
+            options.triggers = false
+            _ = try await ImportHarness.run(db, options)
+            #expect(try await Self.importEvents(db) == [:])
+        }
+        try await TestDatabase.with { db in
+            // Another version of the application ran here with a trigger this one lacks: it
+            // may read any event, so every one is recorded.
+            try await TriggerLedger(store: db.store()).register("other.version-only")
+            let report = try await ImportHarness.run(db, ImportOptions(paths: [ImportHarness.folder("mongoexport-canonical")]))
+            #expect(report.total.imported == 12, "\(report.lines)")
+            #expect(try await Self.importEvents(db) == ["User": 3, "Chatster": 3, "ChatMessage": 6])
         }
     }
 

@@ -41,7 +41,11 @@ extension ObjectStore {
             }
             try await validate?(changes, transaction)
         }
-        let partitions = Array(Set(uploads.map(\.partition))).sorted()
+        // Neither sorted nor made unique here: the lock sorts the partitions it takes, and the
+        // read the keys it has not read (sorting a batch's keys and partitions once more took
+        // 8 % of an import's CPU).
+        let partitions = Array(Set(uploads.map(\.partition)))
+        let keys = uploads.flatMap { $0.operations.map(\.key) }
         do {
             return try await withWriteTransaction(author: uploads[0].principal) { transaction in
                 transaction.defersWrites = true
@@ -61,8 +65,7 @@ extension ObjectStore {
                         ON CONFLICT DO NOTHING
                         """, logger: logger)
                 }
-                try await transaction.lockAndLoad(
-                    partitions, OperationApplier.keys(of: uploads.flatMap(\.operations)), lockTimeout: configuration.lockPatience)
+                try await transaction.lockAndLoad(partitions, keys, lockTimeout: configuration.lockPatience)
                 let staged = try await transaction.stage(uploads.map { (upload: $0, validate: Optional(guarded)) }) { _ in .null }
                 let outcomes: [ImportOutcome] = staged.map { result in
                     switch result {

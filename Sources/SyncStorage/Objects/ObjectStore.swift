@@ -230,11 +230,21 @@ extension ObjectStore {
 
     /// After a commit: tells this process's observers, and queues the announcement for the others.
     func committed(_ transaction: WriteTransaction) {
-        let commit = transaction.commit
-        guard !commit.partitions.isEmpty || commit.recordedEvents > 0 else { return }
-        for observer in observers.withLock({ $0 }) { observer(commit) }
-        var payloads = commit.partitions.map { "\($0.version):\($0.partition)" }
-        if commit.recordedEvents > 0 { payloads.append("events") }
+        let observers = self.observers.withLock { $0 }
+        var payloads: [String]
+        if observers.isEmpty {
+            // Nobody in this process reads the changes (`psync import`): the announcement
+            // needs only the partitions' versions, not the changes gathered and sorted per
+            // partition (7 % of an import's CPU, its batches touching hundreds of partitions).
+            payloads = Set(transaction.changes.map(\.partition)).map { "\(transaction.versions[$0]!):\($0)" }
+        } else {
+            let commit = transaction.commit
+            guard !commit.partitions.isEmpty || commit.recordedEvents > 0 else { return }
+            for observer in observers { observer(commit) }
+            payloads = commit.partitions.map { "\($0.version):\($0.partition)" }
+        }
+        guard !payloads.isEmpty || transaction.recordedEvents > 0 else { return }
+        if transaction.recordedEvents > 0 { payloads.append("events") }
         announce(payloads)
     }
 }
