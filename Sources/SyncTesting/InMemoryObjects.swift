@@ -70,3 +70,15 @@ public final class InMemoryObjects: ObjectSource, Sendable {
         return state.withLock { state in state.emails.first { $0.value.lowercased() == wanted }?.key }
     }
 }
+
+extension ObjectChange {
+    /// The creation of `model` as a client's `put` of it would make it, for checking it with
+    /// ``Permissions/check(_:in:by:context:)``.
+    public static func creation<Model: SyncModel>(of model: Model) throws -> ObjectChange {
+        guard case .put(let key, var body) = try model.putOperation() else {
+            throw SyncError(.internal, "\(Model.self) does not make a put")
+        }
+        body["_id"] = .string(key.id)
+        return ObjectChange(key: key, before: .absent, after: .live(body), encodedBody: nil)
+    }
+}

@@ -36,21 +36,14 @@ struct RulesInMemoryTests {
     func validator() async throws {
         let wiki = try TouchWikiPartitions.wiki("w1")
         let context = ValidationContext(source: objects)
-        let own = try creation(Wiki(id: "w1", title: "Recipes", owner: "ann@example.com"))
+        let own = try ObjectChange.creation(of: Wiki(id: "w1", title: "Recipes", owner: "ann@example.com"))
         try await permissions.check(own, in: wiki, by: .user("u-ann"), context: context)
         await #expect(throws: SyncError.self) { try await permissions.check(own, in: wiki, by: .user("u-eve"), context: context) }
 
-        let page = try creation(WikiPage(wiki: "w1", name: "Bread", markdown: "Flour, water."))
+        let page = try ObjectChange.creation(of: WikiPage(wiki: "w1", name: "Bread", markdown: "Flour, water."))
         await #expect(throws: SyncError.self) { try await permissions.check(page, in: wiki, by: .user("u-ann"), context: context) }
         try objects.put(Wiki(id: "w1", title: "Recipes", owner: "ann@example.com"), in: wiki)
         try await permissions.check(page, in: wiki, by: .user("u-ann"), context: context)
     }
 
-    /// The creation of `model` as an upload would make it.
-    private func creation<Model: SyncModel>(_ model: Model) throws -> ObjectChange {
-        guard case .put(let key, let body) = try model.putOperation() else { throw SyncError(.internal, "not a put") }
-        var stored = body
-        stored["_id"] = .string(key.id)
-        return ObjectChange(key: key, before: .absent, after: .live(stored), encodedBody: nil)
-    }
 }
