@@ -25,8 +25,6 @@ package final class ObjectStore: Sendable {
     private let label = Locked<ChangeEvent.Operation?>(nil)
     private let announcing = Locked(true)
     private let observers = Locked<[@Sendable (Commit) -> Void]>([])
-    /// Where the optimistic path guesses that put objects are new.
-    let newObjectGuess = NewObjectGuess()
     /// The names of the declared element indexes (``ObjectIndex/arrayElements(collection:path:field:)``),
     /// set by ``createIndexes(_:)``: their searches read `psync_element_entries`.
     private let elementIndexes = Locked<Set<String>>([])

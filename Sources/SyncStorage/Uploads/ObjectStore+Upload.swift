@@ -16,7 +16,6 @@ extension ObjectStore {
         try Self.checkRequestID(upload.requestId)
         let epoch = try await epoch()
         do {
-            if let results = try await optimisticBatch([(upload, validate)], epoch: epoch) { return try results[0].get() }
             return try await lockedUpload(upload, validate: validate, epoch: epoch)
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55P03" {
             throw SyncError(.unavailable, "the partition is locked by another transaction; send the upload again later")

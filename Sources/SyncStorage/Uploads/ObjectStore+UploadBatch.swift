@@ -37,7 +37,6 @@ extension ObjectStore {
     private func applyBatch(_ uploads: [Upload], validators: [Validator?]) async throws -> [Result<UploadResult, SyncError>] {
         let epoch = try await epoch()
         let batch = zip(uploads, validators).map { (upload: $0, validate: $1) }
-        if let results = try await optimisticBatch(batch, epoch: epoch) { return results }
         if uploads.count == 1 {
             do {
                 return [.success(try await lockedUpload(uploads[0], validate: validators[0], epoch: epoch))]

@@ -4,7 +4,7 @@ extension WriteTransaction {
     /// Stages a batch of uploads, each all-or-nothing on top of the ones before it, with its
     /// outcome queued for the commit: `accepted(upload)` for an accepted one (with a request
     /// id), the error for a refused one. One result per upload: its changes, or why it was
-    /// refused. Every partition must be locked, or read optimistically, first.
+    /// refused. Every partition must be locked first.
     func stage(
         _ batch: [(upload: Upload, validate: ObjectStore.Validator?)], accepted: (Upload) -> JSONValue
     ) async throws -> [Result<[ObjectChange], SyncError>] {

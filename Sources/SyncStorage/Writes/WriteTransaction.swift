@@ -22,8 +22,7 @@ package final class WriteTransaction {
     /// The store's logger.
     package var logger: Logger { store.logger }
 
-    /// The version each partition written so far carries in this transaction (in an
-    /// optimistic one, 0 until ``commitOptimistically(lockTimeout:)`` locked it).
+    /// The version each partition written so far carries in this transaction.
     package internal(set) var versions: [Partition: Int64] = [:]
     /// The Lamport clock of each locked partition, as its lock raised it.
     private var clocks: [Partition: Int64] = [:]
@@ -54,9 +53,6 @@ package final class WriteTransaction {
     /// The size in bytes of the largest statement of writes sent so far (see
     /// ``ObjectStore/closeIfOutgrown(_:_:)``).
     var largestStatement = 0
-    /// An optimistic transaction (``readOptimistically(_:_:assumingAbsent:)``): the version
-    /// each object it was computed from had (-1: not stored), checked when it commits.
-    var expected: [ObjectKey: Int64]?
 
     /// When set, ``apply(_:in:validate:)`` and ``apply(_:)`` compute and stage their changes
     /// (as ``stage(_:in:validate:)``) and every staged change is written at once before the
