@@ -335,13 +335,12 @@ package final class WriteTransaction {
 
     /// Finishes the transaction's work before COMMIT, in one statement: writes what is
     /// staged, stores the queued upload outcomes, stamps the changed partitions with a Lamport
-    /// clock, and records the events the store's ``EventInterest`` wants. Throws
-    /// ``OutcomeExists`` when an outcome's request id has one already.
-    func finish() async throws {
+    /// clock, and records the events the store's ``EventInterest`` wants. Returns the conflict
+    /// the statement found, if any: the transaction must then be rolled back.
+    func finish() async throws -> WriteConflict? {
         let pending = staged
         staged = []
-        let counts = try await persist(pending, finishing: true)
-        guard counts.recorded == outcomes.count else { throw OutcomeExists() }
+        return try await persist(pending, finishing: true)
     }
 
     /// The transaction's writes as its observers see them after the commit.
@@ -368,17 +367,17 @@ package final class WriteTransaction {
     /// Writes changes now; their events are recorded at commit.
     private func write(_ every: [Write]) async throws {
         guard !every.isEmpty else { return }
-        _ = try await persist(every, finishing: false)
+        if let conflict = try await persist(every, finishing: false) { throw conflict.error }
     }
 
     /// Writes changes in one statement (`psync_write`, migration 0006). With `finishing`, the
     /// same statement also stores the queued outcomes, stamps the clock of every partition the
-    /// transaction changed, and records the events the store's ``EventInterest`` wants; the
-    /// counts of written objects and stored outcomes are returned.
-    private func persist(_ every: [Write], finishing: Bool) async throws -> (written: Int, recorded: Int) {
+    /// transaction changed, and records the events the store's ``EventInterest`` wants.
+    /// Returns what kept it from writing everything, if anything.
+    private func persist(_ every: [Write], finishing: Bool) async throws -> WriteConflict? {
         let (statement, rowCount) = try writeStatement(every, finishing: finishing)
         guard rowCount > 0 || !statement.requestIDs.isEmpty || !statement.stamp.isEmpty || !statement.kinds.isEmpty else {
-            return (0, 0)
+            return nil
         }
         var counts = (written: 0, recorded: 0)
         for (part, bytes) in statement.split(maximumBytes: store.configuration.statementBytes) {
@@ -388,11 +387,12 @@ package final class WriteTransaction {
                 counts.recorded += Int(stored)
             }
         }
-        guard counts.written == rowCount else {
-            // Another transaction created one of these keys in another partition meanwhile.
-            throw SyncError(.partitionMismatch, "an object of this upload was created in another partition meanwhile")
-        }
-        return counts
+        // Another transaction created one of these keys in another partition meanwhile.
+        guard counts.written == rowCount else { return .createdElsewhere }
+        // An earlier upload with one of these request ids committed (or is committing: the
+        // insert waited for it).
+        guard counts.recorded == statement.requestIDs.count else { return .outcomeExists }
+        return nil
     }
 
     /// Takes `every` change into the transaction's record (its reads, changes and events) and
@@ -476,6 +476,20 @@ struct Write {
     var author: String
 }
 
-/// Thrown by the commit of an upload whose request id has an outcome stored already (an
-/// earlier upload with the same id committed, or is committing); the transaction is rolled back.
-struct OutcomeExists: Error {}
+/// What the statement that finishes a transaction found, which keeps it from committing as
+/// computed: nothing of it may commit, and it is rolled back.
+enum WriteConflict: Sendable, Hashable {
+    /// An object of the transaction was created meanwhile in another partition.
+    case createdElsewhere
+    /// An upload outcome's request id has one stored already: an earlier upload with the same
+    /// id committed (or was committing: the insert waited for it).
+    case outcomeExists
+
+    /// The error for a transaction that did not expect the conflict.
+    var error: SyncError {
+        switch self {
+        case .createdElsewhere: SyncError(.partitionMismatch, "an object of this upload was created in another partition meanwhile")
+        case .outcomeExists: SyncError(.internal, "an upload outcome was stored twice")
+        }
+    }
+}
