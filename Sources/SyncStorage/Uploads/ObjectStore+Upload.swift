@@ -102,7 +102,7 @@ extension ObjectStore {
             let settled: Settled
             do {
                 settled = try await withWriteTransaction(author: batch[0].upload.principal) { transaction -> TransactionEnd<Settled> in
-                    transaction.defersWrites = true
+                    transaction.mode = .deferred
                     try await transaction.lockAndLoad(partitions, keys, lockTimeout: lockTimeout)
                     let steps = try await transaction.stage(batch, answered: answered)
                     // Nothing applied: no partition version is taken; refusals are stored after.
