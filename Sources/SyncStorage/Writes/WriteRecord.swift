@@ -72,6 +72,33 @@ struct WriteRecord {
         known = known.filter { _, entry in entry.map { !partitions.contains($0.partition) } ?? false }
     }
 
+    /// The changes `operations` make to the objects of `partition` as this record knows them
+    /// (an object missing from ``known`` is taken as not stored): the record's view, its own
+    /// staged changes included.
+    func changes(of operations: [SyncOperation], in partition: Partition, limits: Limits) throws(SyncError) -> [ObjectChange] {
+        var current: [ObjectKey: DocumentState] = [:]
+        for key in OperationApplier.keys(of: operations) {
+            guard let entry = known[key] ?? nil else { continue }
+            guard entry.partition == partition.description else {
+                try Self.checkForeign(key, operations, partition)
+                continue
+            }
+            current[key] = entry.state
+        }
+        return try OperationApplier(partition: partition, limits: limits).apply(operations, to: current, encoding: mode != .deferredEncoding)
+    }
+
+    /// To the operations of one partition, an object of another partition is absent: `set`,
+    /// `increment` and the other edits answer `not_found` and `delete` does nothing, exactly
+    /// as for an id nobody used, so an upload cannot tell whether an id exists in a partition
+    /// its author may not read. Only a `put` cannot pretend, since ids are unique across
+    /// partitions: `partition_mismatch`.
+    static func checkForeign(_ key: ObjectKey, _ operations: [SyncOperation], _ partition: Partition) throws(SyncError) {
+        if operations.contains(where: { if case .put(key, _) = $0 { return true } else { return false } }) {
+            throw SyncError(.partitionMismatch, "\(key) is the id of an object of another partition than \(partition)")
+        }
+    }
+
     /// Stages the changes of one partition, made by the current author at the current depth.
     mutating func stage(_ changes: [ObjectChange], in partition: Partition) {
         let version = versions[partition]!

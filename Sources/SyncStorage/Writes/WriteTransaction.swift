@@ -161,7 +161,7 @@ package final class WriteTransaction {
         guard !partitions.isEmpty else { return [:] }
         for list in operations.values { try store.limits.check(operationCount: list.count) }
         // Every touched object in one read, after the locks; staging below reads them from the transaction.
-        let stored = try await lockAndLoad(partitions, OperationApplier.keys(of: operations.values.flatMap { $0 }))
+        try await lockAndLoad(partitions, OperationApplier.keys(of: operations.values.flatMap { $0 }))
         let versions = self.versions
         if mode.defersWrites {
             var result: [Partition: [ObjectChange]] = [:]
@@ -173,17 +173,8 @@ package final class WriteTransaction {
         var result: [Partition: [ObjectChange]] = [:]
         var writes: [(Partition, Int64, [ObjectChange])] = []
         for partition in partitions {
-            var current: [ObjectKey: DocumentState] = [:]
-            for key in OperationApplier.keys(of: operations[partition]!) {
-                guard let entry = stored[key] else { continue }
-                guard entry.partition == partition.description else {
-                    try Self.checkForeign(key, operations[partition]!, partition)
-                    continue
-                }
-                current[key] = entry.state
-            }
-            let changes = try OperationApplier(partition: partition, limits: store.limits).apply(operations[partition]!, to: current)
-            try await checkBlobReferences(changes, of: operations[partition]!, in: partition)
+            let changes = try record.changes(of: operations[partition]!, in: partition, limits: store.limits)
+            if let refusal = try await check(changes, of: operations[partition]!, in: partition, validate: nil) { throw refusal }
             result[partition] = changes
             writes.append((partition, versions[partition]!, changes))
         }
@@ -229,10 +220,8 @@ package final class WriteTransaction {
         // Read after the lock: under READ COMMITTED it sees every commit that preceded ours on
         // this partition.
         try await lockAndLoad([partition], OperationApplier.keys(of: operations))
-        let version = versions[partition]!
-        if mode.defersWrites { return try await stage(operations, in: partition, validate: validate) }
-        let changes = try await compute(operations, in: partition, validate: validate)
-        try await write([(partition, version, changes)])
+        let changes = try await stage(operations, in: partition, validate: validate)
+        if !mode.defersWrites { try await writeStaged() }
         return changes
     }
 
@@ -248,10 +237,12 @@ package final class WriteTransaction {
         validate: ((_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void)? = nil
     ) async throws -> [ObjectChange] {
         precondition(versions[partition] != nil, "stage(_:in:) needs \(partition) locked first")
-        try store.limits.check(operationCount: operations.count)
-        let changes = try await compute(operations, in: partition, validate: validate)
-        record.stage(changes, in: partition)
-        return changes
+        let upload = Upload(partition: partition, operations: operations, principal: author)
+        switch try await stage([upload], validators: [validate])[0] {
+        case .applied(_, let changes): return changes
+        case .refused(let refusal): throw refusal
+        case .repeated: preconditionFailure("an upload without a request id does not repeat")
+        }
     }
 
     /// Writes every staged change in one statement.
@@ -259,53 +250,6 @@ package final class WriteTransaction {
         let pending = record.staged
         record.staged = []
         try await write(pending)
-    }
-
-    /// To the operations of one partition, an object of another partition is absent: `set`,
-    /// `increment` and the other edits answer `not_found` and `delete` does nothing, exactly
-    /// as for an id nobody used, so an upload cannot tell whether an id exists in a partition
-    /// its author may not read. Only a `put` cannot pretend, since ids are unique across
-    /// partitions: `partition_mismatch`.
-    static func checkForeign(_ key: ObjectKey, _ operations: [SyncOperation], _ partition: Partition) throws(SyncError) {
-        if operations.contains(where: { if case .put(key, _) = $0 { return true } else { return false } }) {
-            throw SyncError(.partitionMismatch, "\(key) is the id of an object of another partition than \(partition)")
-        }
-    }
-
-    /// The changes of `operations` on the current state of their objects, validated.
-    private func compute(
-        _ operations: [SyncOperation], in partition: Partition,
-        validate: ((_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void)?
-    ) async throws -> [ObjectChange] {
-        let stored = try await load(OperationApplier.keys(of: operations))
-        var current: [ObjectKey: DocumentState] = [:]
-        for (key, entry) in stored {
-            guard entry.partition == partition.description else {
-                try Self.checkForeign(key, operations, partition)
-                continue
-            }
-            current[key] = entry.state
-        }
-        let changes = try OperationApplier(partition: partition, limits: store.limits)
-            .apply(operations, to: current, encoding: mode != .deferredEncoding)
-        try await checkBlobReferences(changes, of: operations, in: partition)
-        guard let validate else { return changes }
-        // The validators read the upload's own changes (a room made in the upload is there for
-        // the check of a message put into it); a refusal leaves the transaction's view as it was.
-        let before = changes.map { ($0.key, record.known[$0.key]) }
-        for change in changes { record.known[change.key] = (partition.description, change.after) }
-        do {
-            try await validate(changes, self)
-        } catch {
-            for (key, entry) in before { record.known[key] = entry }
-            throw error
-        }
-        return changes
-    }
-
-    /// Queues the outcome of an upload, stored by ``finish()`` with the transaction's writes.
-    func recordOutcome(_ outcome: JSONValue, of upload: Upload, requestId: String) {
-        record.outcomes.append((upload, requestId, outcome))
     }
 
     /// Finishes the transaction's work before COMMIT, in one statement: writes what is
