@@ -14,7 +14,7 @@ extension WriteTransaction {
     }
 
     /// A check of an upload's changes by the application: throwing a refusal refuses them.
-    typealias Check = (_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void
+    package typealias Check = (_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void
 
     /// ``stage(_:answered:)``, with `validators[i]` checking the i-th upload.
     func stage(_ uploads: [Upload], validators: [Check?], answered: Set<RequestKey> = []) async throws -> [UploadStep] {

@@ -162,23 +162,11 @@ package final class WriteTransaction {
         for list in operations.values { try store.limits.check(operationCount: list.count) }
         // Every touched object in one read, after the locks; staging below reads them from the transaction.
         try await lockAndLoad(partitions, OperationApplier.keys(of: operations.values.flatMap { $0 }))
-        let versions = self.versions
-        if mode.defersWrites {
-            var result: [Partition: [ObjectChange]] = [:]
-            for partition in partitions {
-                result[partition] = try await stage(operations[partition]!, in: partition)
-            }
-            return result
-        }
         var result: [Partition: [ObjectChange]] = [:]
-        var writes: [(Partition, Int64, [ObjectChange])] = []
         for partition in partitions {
-            let changes = try record.changes(of: operations[partition]!, in: partition, limits: store.limits)
-            if let refusal = try await check(changes, of: operations[partition]!, in: partition, validate: nil) { throw refusal }
-            result[partition] = changes
-            writes.append((partition, versions[partition]!, changes))
+            result[partition] = try await stage(operations[partition]!, in: partition)
         }
-        try await write(writes)
+        if !mode.defersWrites { try await writeStaged() }
         return result
     }
 
@@ -214,7 +202,7 @@ package final class WriteTransaction {
     package func apply(
         _ operations: [SyncOperation],
         in partition: Partition,
-        validate: ((_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void)? = nil
+        validate: Check? = nil
     ) async throws -> [ObjectChange] {
         try store.limits.check(operationCount: operations.count)
         // Read after the lock: under READ COMMITTED it sees every commit that preceded ours on
@@ -234,7 +222,7 @@ package final class WriteTransaction {
     package func stage(
         _ operations: [SyncOperation],
         in partition: Partition,
-        validate: ((_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void)? = nil
+        validate: Check? = nil
     ) async throws -> [ObjectChange] {
         precondition(versions[partition] != nil, "stage(_:in:) needs \(partition) locked first")
         let upload = Upload(partition: partition, operations: operations, principal: author)
