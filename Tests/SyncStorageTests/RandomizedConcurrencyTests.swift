@@ -49,15 +49,15 @@ struct RandomizedConcurrencyTests {
         return operations
     }
 
-    @Test("readers pulling from cursors never miss, repeat out of order, or reorder a commit (optimistic uploads on, off)", arguments: [true, false])
-    func oracle(optimistic: Bool) async throws {
+    @Test("readers pulling from cursors never miss, repeat out of order, or reorder a commit")
+    func oracle() async throws {
         let seed = ProcessInfo.processInfo.environment["PSYNC_SEED"].flatMap(UInt64.init) ?? 20_261_122
         let batchesPerWriter = ProcessInfo.processInfo.environment["PSYNC_STRESS_BATCHES"].flatMap(Int.init) ?? 300
         let writers = 6
         let readers = 4
-        print("randomized concurrency: seed \(seed), \(writers) writers × \(batchesPerWriter) batches, \(readers) readers, optimistic \(optimistic)")
+        print("randomized concurrency: seed \(seed), \(writers) writers × \(batchesPerWriter) batches, \(readers) readers")
         try await TestDatabase.with(maximumConnections: 14, exclusive: true) { db in
-            let store = db.store(StorageConfiguration(optimisticUploads: optimistic))
+            let store = db.store()
             let clock = ContinuousClock()
             let started = clock.now
             let writing = Countdown(writers)

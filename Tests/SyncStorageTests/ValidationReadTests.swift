@@ -23,10 +23,10 @@ struct ValidationReadTests {
         Upload(partition: partition("team=t"), operations: operations, principal: "p", requestId: id)
     }
 
-    @Test("an upload that makes a room and puts a message into it is taken; one whose room is missing is not", arguments: [false, true])
-    func ownChanges(optimistic: Bool) async throws {
+    @Test("an upload that makes a room and puts a message into it is taken; one whose room is missing is not")
+    func ownChanges() async throws {
         try await TestDatabase.with { db in
-            let store = db.store(StorageConfiguration(optimisticUploads: optimistic))
+            let store = db.store()
             let both = try await store.upload(
                 Self.upload("1", [.put(key("Room", "r1"), body: [:]), .put(key("Message", "m1"), body: ["room": "r1"])]), validate: Self.rooms)
             #expect(both.changes.count == 2)
@@ -40,10 +40,10 @@ struct ValidationReadTests {
         }
     }
 
-    @Test("in a batch, a refused upload's room is not there for the uploads after it", arguments: [false, true])
-    func refusedUploadLeavesNothing(optimistic: Bool) async throws {
+    @Test("in a batch, a refused upload's room is not there for the uploads after it")
+    func refusedUploadLeavesNothing() async throws {
         try await TestDatabase.with { db in
-            let store = db.store(StorageConfiguration(optimisticUploads: optimistic))
+            let store = db.store()
             let results = try await store.upload(
                 batch: [
                     Self.upload("a", [.put(key("Room", "r1"), body: [:]), .put(key("Message", "m1"), body: ["room": "r1", "poison": true])]),

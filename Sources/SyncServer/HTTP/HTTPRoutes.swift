@@ -147,7 +147,8 @@ struct HTTPRoutes: Sendable {
             let message = ServerMessage.rejected(requestId: requestId, partition: partition, error: error, objects: [])
             return .json(message.json, status: error.code.httpStatus)
         }
-        switch await uploads.upload(operations, to: partition, requestId: requestId, by: principal) {
+        // A batch of one, through the path WebSocket uploads take.
+        switch await uploads.upload(batch: [(requestId, operations)], to: partition, by: principal)[0] {
         case .ack(let result):
             return .json(ServerMessage.ack(requestId: requestId, partition: partition, cursor: result.cursor, version: result.version).json)
         case .rejected(let error, let objects):

@@ -44,47 +44,28 @@ struct UploadService: Sendable {
         }
     }
 
-    func upload(
-        _ operations: [SyncOperation], to partition: Partition, requestId: String, by principal: Principal,
-        canWrite: Bool? = nil
-    ) async -> Outcome {
-        let started = ContinuousClock.now
-        defer { metrics.uploadDuration.record(duration: ContinuousClock.now - started) }
-        let context = PermissionContext(store: store, logger: logger)
-        do {
-            let allowed: Bool
-            if let canWrite {
-                allowed = canWrite
-            } else {
-                allowed = try await permissions.canWrite(principal, partition, context: context)
-            }
-            guard allowed else {
-                return await reject(SyncError(.permissionDenied, "you may not write to \(partition)"), operations, partition, principal)
-            }
-            let upload = Upload(partition: partition, operations: operations, principal: principal.description, requestId: requestId)
-            let result = try await combiner.upload([upload], validate: validator(in: partition, by: principal))[0].get()
-            await Failpoint.stop(at: .afterCommitBeforeAck, for: requestId)
-            metrics.countUpload("ack")
-            return .ack(result)
-        } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
-            return await reject(error, operations, partition, principal)
-        } catch {
-            metrics.countUpload("error")
-            let failure = ServerError.describe(error, logger: logger)
-            metrics.countError(failure.code.rawValue)
-            return .failed(failure)
-        }
-    }
-
-    /// Applies uploads of one principal to one partition, in order, in one transaction (see
-    /// ``ObjectStore/upload(batch:validate:)``); one outcome per upload.
+    /// Applies uploads of one principal to one partition, in order (see
+    /// ``ObjectStore/upload(batch:validators:)``); one outcome per upload. The one entry of
+    /// both transports: a WebSocket session hands over the uploads it has queued for the
+    /// partition, an HTTP upload is a batch of one. `canWrite` is the session's cached write
+    /// decision; without it the permission module is asked.
     func upload(
         batch: [(requestId: String, operations: [SyncOperation])], to partition: Partition, by principal: Principal,
-        canWrite: Bool
+        canWrite: Bool? = nil
     ) async -> [Outcome] {
         let started = ContinuousClock.now
         defer { metrics.uploadDuration.record(duration: ContinuousClock.now - started) }
-        guard canWrite else {
+        let allowed: Bool
+        if let canWrite {
+            allowed = canWrite
+        } else {
+            do {
+                allowed = try await permissions.canWrite(principal, partition, context: PermissionContext(store: store, logger: logger))
+            } catch {
+                return await fail(batch, error, partition, principal)
+            }
+        }
+        guard allowed else {
             return await batch.asyncMap {
                 await reject(SyncError(.permissionDenied, "you may not write to \(partition)"), $0.operations, partition, principal)
             }
@@ -95,12 +76,7 @@ struct UploadService: Sendable {
                 batch.map { Upload(partition: partition, operations: $0.operations, principal: principal.description, requestId: $0.requestId) },
                 validate: validator(in: partition, by: principal))
         } catch {
-            let failure = ServerError.describe(error, logger: logger)
-            for _ in batch {
-                metrics.countUpload("error")
-                metrics.countError(failure.code.rawValue)
-            }
-            return batch.map { _ in .failed(failure) }
+            return await fail(batch, error, partition, principal)
         }
         var outcomes: [Outcome] = []
         for (upload, result) in zip(batch, results) {
@@ -114,6 +90,22 @@ struct UploadService: Sendable {
             }
         }
         return outcomes
+    }
+
+    /// The outcomes of a batch that failed as a whole: each upload refused by a refusal,
+    /// failed (to be sent again) by anything else.
+    private func fail(
+        _ batch: [(requestId: String, operations: [SyncOperation])], _ error: any Error, _ partition: Partition, _ principal: Principal
+    ) async -> [Outcome] {
+        if let error = error as? SyncError, error.isRefusal {
+            return await batch.asyncMap { await reject(error, $0.operations, partition, principal) }
+        }
+        let failure = ServerError.describe(error, logger: logger)
+        for _ in batch {
+            metrics.countUpload("error")
+            metrics.countError(failure.code.rawValue)
+        }
+        return batch.map { _ in .failed(failure) }
     }
 
     private func reject(_ error: SyncError, _ operations: [SyncOperation], _ partition: Partition, _ principal: Principal) async -> Outcome {

@@ -10,21 +10,6 @@ package struct StorageConfiguration: Sendable, Hashable {
     package var maximumPageSize: Int
     /// How often a transaction that lost a deadlock or serialization conflict is retried. Default 5.
     package var transactionRetries: Int
-    /// Uploads are first applied optimistically: computed from a read without locks (or,
-    /// when they only put objects, from none) and written by one statement that locks,
-    /// checks that what was read is unchanged, and commits; only when that fails are they
-    /// applied in a transaction that locks first. Off: always the locking transaction.
-    ///
-    /// Default **off**, because it is not safe: a statement outside a transaction block is
-    /// committed at the protocol's Sync, after its CommandComplete, and postgres-nio ends the
-    /// rows (and the query) at CommandComplete. A database stopped in between undoes a write
-    /// that was already acknowledged (seen once in fifty restarts of the fault trial; made
-    /// certain by `OptimisticUploadTests.connectionLostBeforeCommit`). Waiting for the commit
-    /// with a second statement on the connection does not serve either: postgres-nio 1.33.2
-    /// never completes a statement queued behind one whose connection failed after its
-    /// CommandComplete. The locking transaction ends with `COMMIT`, whose answer comes after
-    /// the commit.
-    package var optimisticUploads: Bool
     /// Bytes of objects (bodies, collections and ids) in one change page: a page ends before
     /// the object that would pass it, whatever its count, except that an object larger than
     /// this goes alone in its page. Default 4 MiB.
@@ -44,7 +29,7 @@ package struct StorageConfiguration: Sendable, Hashable {
 
     package init(
         limits: Limits = Limits(), defaultPageSize: Int = 500, maximumPageSize: Int = 5_000, transactionRetries: Int = 5,
-        optimisticUploads: Bool = false, maximumPageBytes: Int = 4 << 20, lockPatience: Duration = .seconds(2),
+        maximumPageBytes: Int = 4 << 20, lockPatience: Duration = .seconds(2),
         statementBytes: Int = 1 << 20
     ) {
         self.lockPatience = lockPatience
@@ -53,7 +38,6 @@ package struct StorageConfiguration: Sendable, Hashable {
         self.defaultPageSize = defaultPageSize
         self.maximumPageSize = maximumPageSize
         self.transactionRetries = transactionRetries
-        self.optimisticUploads = optimisticUploads
         self.maximumPageBytes = maximumPageBytes
     }
 }

@@ -66,11 +66,13 @@ extension ObjectStore {
                         """, logger: logger)
                 }
                 try await transaction.lockAndLoad(partitions, keys, lockTimeout: configuration.lockPatience)
-                let staged = try await transaction.stage(uploads.map { (upload: $0, validate: Optional(guarded)) }) { _ in .null }
-                let outcomes: [ImportOutcome] = staged.map { result in
-                    switch result {
-                    case .success(let changes): changes.isEmpty ? .unchanged : .imported
-                    case .failure(let error): .refused(error)
+                let staged = try await transaction.stage(uploads.map { (upload: $0, validate: Optional(guarded)) })
+                let outcomes: [ImportOutcome] = staged.map { step in
+                    switch step {
+                    case .applied(_, let changes): changes.isEmpty ? .unchanged : .imported
+                    case .refused(let error): .refused(error)
+                    // Only an upload with a request id repeats; an import's have none.
+                    case .repeated: .unchanged
                     }
                 }
                 guard commit else { throw ImportRolledBack(outcomes: outcomes) }

@@ -25,8 +25,6 @@ package final class ObjectStore: Sendable {
     private let label = Locked<ChangeEvent.Operation?>(nil)
     private let announcing = Locked(true)
     private let observers = Locked<[@Sendable (Commit) -> Void]>([])
-    /// Where the optimistic path guesses that put objects are new.
-    let newObjectGuess = NewObjectGuess()
     /// The names of the declared element indexes (``ObjectIndex/arrayElements(collection:path:field:)``),
     /// set by ``createIndexes(_:)``: their searches read `psync_element_entries`.
     private let elementIndexes = Locked<Set<String>>([])
@@ -188,6 +186,21 @@ package final class ObjectStore: Sendable {
         depth: Int = 0,
         _ body: (WriteTransaction) async throws -> Result
     ) async throws -> Result {
+        try await withWriteTransaction(author: author, depth: depth, ending: { transaction in
+            let result = try await body(transaction)
+            if let conflict = try await transaction.finish() { throw conflict.error }
+            return .commit(result)
+        })
+    }
+
+    /// Runs `body` in one transaction, which `body` ends: with ``TransactionEnd/commit(_:)``
+    /// after it called ``WriteTransaction/finish()`` (which wrote what is staged, and found no
+    /// conflict), or ``TransactionEnd/rollBack(_:)``. Retried as ``withWriteTransaction(author:depth:_:)``.
+    func withWriteTransaction<Result: Sendable>(
+        author: String,
+        depth: Int = 0,
+        ending body: (WriteTransaction) async throws -> TransactionEnd<Result>
+    ) async throws -> Result {
         var attempt = 1
         while true {
             do {
@@ -195,12 +208,17 @@ package final class ObjectStore: Sendable {
                     let transaction = WriteTransaction(connection: connection, store: self, author: author, depth: depth)
                     try await connection.query("BEGIN", logger: logger)
                     do {
-                        let result = try await body(transaction)
-                        try await transaction.finish()
-                        try await connection.query("COMMIT", logger: logger)
-                        committed(transaction)
-                        await closeIfOutgrown(transaction, connection)
-                        return result
+                        switch try await body(transaction) {
+                        case .commit(let result):
+                            try await connection.query("COMMIT", logger: logger)
+                            committed(transaction)
+                            await closeIfOutgrown(transaction, connection)
+                            return result
+                        case .rollBack(let result):
+                            try await connection.query("ROLLBACK", logger: logger)
+                            await closeIfOutgrown(transaction, connection)
+                            return result
+                        }
                     } catch {
                         await connection.rollBack(after: error, logger: logger)
                         await closeIfOutgrown(transaction, connection)
@@ -214,6 +232,12 @@ package final class ObjectStore: Sendable {
             }
         }
     }
+}
+
+/// How the body of ``ObjectStore/withWriteTransaction(author:depth:ending:)`` ends its transaction.
+enum TransactionEnd<Result: Sendable>: Sendable {
+    case commit(Result)
+    case rollBack(Result)
 }
 
 extension ObjectStore {
@@ -243,8 +267,8 @@ extension ObjectStore {
             for observer in observers { observer(commit) }
             payloads = commit.partitions.map { "\($0.version):\($0.partition)" }
         }
-        guard !payloads.isEmpty || transaction.recordedEvents > 0 else { return }
-        if transaction.recordedEvents > 0 { payloads.append("events") }
+        guard !payloads.isEmpty || transaction.record.recordedEvents > 0 else { return }
+        if transaction.record.recordedEvents > 0 { payloads.append("events") }
         announce(payloads)
     }
 }

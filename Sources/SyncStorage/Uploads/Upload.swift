@@ -41,3 +41,44 @@ package struct UploadResult: Sendable, Hashable {
         self.isReplay = isReplay
     }
 }
+
+/// What becomes of one upload of a batch in its transaction.
+package enum UploadStep: Sendable, Hashable {
+    /// Applied at the partition's version of the transaction, with these changes (written at
+    /// commit).
+    case applied(version: Int64, changes: [ObjectChange])
+    /// Refused: nothing of it is written; its outcome is stored when it has a request id.
+    case refused(SyncError)
+    /// Its request id was answered already (before this batch, or earlier in it): the stored
+    /// outcome is the answer, read after the commit.
+    case repeated
+
+    var isApplied: Bool {
+        if case .applied = self { return true }
+        return false
+    }
+}
+
+/// Scopes a request id: the same id from two principals names two requests.
+package struct RequestKey: Sendable, Hashable {
+    package var principal: String
+    package var requestId: String
+
+    package init(principal: String, requestId: String) {
+        self.principal = principal
+        self.requestId = requestId
+    }
+}
+
+extension Upload {
+    /// The key its outcome is stored under; `nil` without a request id.
+    package var requestKey: RequestKey? {
+        requestId.map { RequestKey(principal: principal, requestId: $0) }
+    }
+}
+
+extension SyncError {
+    /// Whether this error refuses an upload (the client's to fix: it is final and recorded),
+    /// rather than failing it for now (`internal`, `unavailable`: the client sends it again).
+    package var isRefusal: Bool { code != .internal && code != .unavailable }
+}

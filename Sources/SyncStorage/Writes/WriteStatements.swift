@@ -82,7 +82,7 @@ enum WriteStatements {
             return bindings
         }
 
-        /// Appends the 25 parameters, in the order of psync_write's (and psync_upload's last).
+        /// Appends the 25 parameters, in the order of psync_write's.
         func append(to bindings: inout PostgresBindings) {
             bindings.append(collections)
             bindings.append(ids)
@@ -189,67 +189,6 @@ enum WriteStatements {
             part.depths = Array(depths[events])
             part.authors = Array(authors[events])
             return part
-        }
-    }
-
-    /// The read of the optimistic path: the stored objects with their versions, no lock.
-    struct Read: PostgresPreparedStatement {
-        static let name = "psync_read_1"
-        static let sql = """
-            SELECT o.collection, o.id, o.partition, o.version, o.body
-            FROM psync_objects o JOIN unnest($1::text[], $2::text[]) AS k(collection, id) ON o.collection = k.collection AND o.id = k.id
-            """
-        static let bindingDataTypes: [PostgresDataType] = [.textArray, .textArray]
-        typealias Row = (String, String, String, Int64, JSONB?)
-
-        var collections: [String]
-        var ids: [String]
-
-        func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(collections)
-            bindings.append(ids)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row {
-            try row.decode(Row.self)
-        }
-    }
-
-    /// `psync_upload` (migration 0006): the optimistic path's one statement, committed alone:
-    /// locks, checks the states read, and writes as ``Write``.
-    struct Upload: PostgresPreparedStatement {
-        static let name = "psync_upload_1"
-        static let sql = """
-            SELECT * FROM psync_upload($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
-            $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)
-            """
-        static let bindingDataTypes: [PostgresDataType] = [.textArray, .int4, .textArray, .textArray, .int8Array] + Write.bindingDataTypes
-        typealias Row = (String, Int64)
-
-        /// The partitions to lock.
-        var partitions: [String]
-        var lockTimeoutMilliseconds: Int32?
-        /// Every object the batch was computed from, with its version then (-1: not stored).
-        var expectedCollections: [String] = []
-        var expectedIDs: [String] = []
-        var expectedVersions: [Int64] = []
-        var write: Write
-
-        func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 30)
-            bindings.append(partitions)
-            bindings.append(lockTimeoutMilliseconds)
-            bindings.append(expectedCollections)
-            bindings.append(expectedIDs)
-            bindings.append(expectedVersions)
-            write.append(to: &bindings)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row {
-            try row.decode(Row.self)
         }
     }
 }

@@ -100,12 +100,12 @@ extension WriteTransaction {
         var sorted: [(partition: Partition, object: SyncObject)]?
     }
 
-    /// Runs a search; with ``defersWrites``, once per transaction, with this transaction's own
+    /// Runs a search; in a deferring ``mode``, once per transaction, with this transaction's own
     /// changes laid over the database's answer (ordered by key).
     func search(_ search: Search, _ query: PostgresQuery) async throws -> [(partition: Partition, object: SyncObject)] {
-        guard defersWrites else { return try await Self.objects(try await connection.query(query, logger: logger)) }
+        guard mode.defersWrites else { return try await Self.objects(try await connection.query(query, logger: logger)) }
         var answer: SearchAnswer
-        if let known = searches[search] {
+        if let known = record.searches[search] {
             answer = known
         } else {
             var found: [ObjectKey: (partition: Partition, object: SyncObject)] = [:]
@@ -115,21 +115,21 @@ extension WriteTransaction {
             // The database does not see the staged changes: all of them are laid over it.
             answer = SearchAnswer(found: found, applied: 0)
         }
-        if answer.applied < touchLog.count {
-            for key in Set(touchLog[answer.applied...]) where key.collection == search.collection {
-                let entry = touched[key]!
+        if answer.applied < record.touchLog.count {
+            for key in Set(record.touchLog[answer.applied...]) where key.collection == search.collection {
+                let entry = record.touched[key]!
                 if let body = entry.state.body, search.predicate.matches(body) {
                     answer.found[key] = (entry.partition, SyncObject(key: key, version: entry.version, body: body))
                 } else {
                     answer.found[key] = nil
                 }
             }
-            answer.applied = touchLog.count
+            answer.applied = record.touchLog.count
             answer.sorted = nil
         }
         let sorted = answer.sorted ?? answer.found.values.sorted { $0.object.key < $1.object.key }
         answer.sorted = sorted
-        searches[search] = answer
+        record.searches[search] = answer
         return sorted
     }
 

@@ -1,35 +1,50 @@
 import SyncProtocol
 
 extension WriteTransaction {
-    /// Stages a batch of uploads, each all-or-nothing on top of the ones before it, with its
-    /// outcome queued for the commit: `accepted(upload)` for an accepted one (with a request
-    /// id), the error for a refused one. One result per upload: its changes, or why it was
-    /// refused. Every partition must be locked, or read optimistically, first.
+    /// Stages a batch of uploads as the ``UploadPlanner`` decides them, each all-or-nothing on
+    /// top of the ones before it, with its outcome queued for the commit; runs the checks it
+    /// asks for (blob references, then the upload's validator). An upload whose request id is
+    /// in `answered`, or repeats one earlier in the batch, is ``UploadStep/repeated``. Every
+    /// partition must be locked first. One step per upload; an error that is no refusal (the
+    /// database's, an internal one) is thrown.
     func stage(
-        _ batch: [(upload: Upload, validate: ObjectStore.Validator?)], accepted: (Upload) -> JSONValue
-    ) async throws -> [Result<[ObjectChange], SyncError>] {
-        var results: [Result<[ObjectChange], SyncError>] = []
-        for (upload, validate) in batch {
-            do throws(SyncError) {
-                try ObjectStore.checkRequestID(upload.requestId)
-            } catch {
-                results.append(.failure(error))
-                continue
-            }
-            author = upload.principal
-            do {
-                let changes = try await stage(upload.operations, in: upload.partition) { changes, transaction in
-                    try await validate?(changes, transaction)
-                }
-                if let requestId = upload.requestId { recordOutcome(accepted(upload), of: upload, requestId: requestId) }
-                results.append(.success(changes))
-            } catch let error as SyncError where error.code != .internal && error.code != .unavailable {
-                if let requestId = upload.requestId {
-                    recordOutcome(ObjectStore.refusal(error), of: upload, requestId: requestId)
-                }
-                results.append(.failure(error))
+        _ batch: [(upload: Upload, validate: ObjectStore.Validator?)], answered: Set<RequestKey> = []
+    ) async throws -> [UploadStep] {
+        try await stage(batch.map(\.upload), validators: batch.map { entry -> Check? in entry.validate }, answered: answered)
+    }
+
+    /// A check of an upload's changes by the application: throwing a refusal refuses them.
+    package typealias Check = (_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void
+
+    /// ``stage(_:answered:)``, with `validators[i]` checking the i-th upload.
+    func stage(_ uploads: [Upload], validators: [Check?], answered: Set<RequestKey> = []) async throws -> [UploadStep] {
+        // Known already when the partitions were locked with these keys (no round trip then).
+        _ = try await load(OperationApplier.keys(of: uploads.flatMap(\.operations)))
+        var planner = UploadPlanner(uploads: uploads, answered: answered, limits: store.limits)
+        while true {
+            switch planner.next(&record) {
+            case .done(let steps):
+                return steps
+            case .check(let index, let changes):
+                let upload = uploads[index]
+                let refusal = try await check(changes, of: upload.operations, in: upload.partition, validate: validators[index])
+                planner.checked(refusal, &record)
             }
         }
-        return results
+    }
+
+    /// The checks of changes that need I/O: the blob references they add, then `validate`.
+    /// Returns the refusal, if any.
+    func check(
+        _ changes: [ObjectChange], of operations: [SyncOperation], in partition: Partition,
+        validate: Check?
+    ) async throws -> SyncError? {
+        do {
+            try await checkBlobReferences(changes, of: operations, in: partition)
+            try await validate?(changes, self)
+            return nil
+        } catch let error as SyncError where error.isRefusal {
+            return error
+        }
     }
 }

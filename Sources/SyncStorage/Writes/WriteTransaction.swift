@@ -11,73 +11,63 @@ import SyncProtocol
 package final class WriteTransaction {
     /// The connection in its open transaction, for hooks that read with SQL.
     package let connection: PostgresConnection
-    /// Who writes: recorded with the changes written from now on. A transaction applying
-    /// several principals' uploads sets it before each.
-    package var author: String
-    /// The trigger depth of the changes written from now on: 0 for clients, one more than the
-    /// handled event's for a trigger's writes. A trigger handling several events in one
-    /// transaction sets it before each.
-    package var depth: Int
     let store: ObjectStore
     /// The store's logger.
     package var logger: Logger { store.logger }
-
-    /// The version each partition written so far carries in this transaction (in an
-    /// optimistic one, 0 until ``commitOptimistically(lockTimeout:)`` locked it).
-    package internal(set) var versions: [Partition: Int64] = [:]
-    /// The Lamport clock of each locked partition, as its lock raised it.
-    private var clocks: [Partition: Int64] = [:]
-    /// Every object change written so far, in order.
-    package internal(set) var changes: [(partition: Partition, version: Int64, change: ObjectChange)] = []
-    /// Events to record at commit, in order.
-    var events: [PendingEvent] = []
-    /// Objects read or written in this transaction (`nil`: not stored), so a key is read from
-    /// the database once. Entries of a partition are dropped when it is locked, and entries of
-    /// keys not stored then too: only a read after the lock sees every commit before ours.
-    var known: [ObjectKey: (partition: String, state: DocumentState)?] = [:]
-    /// How many object changes this transaction has made so far, written or staged.
-    package var changeCount: Int { changes.count + staged.count }
-    /// Changes applied by ``stage(_:in:validate:)`` and not written yet, with the trigger
-    /// depth they were made at.
-    var staged: [Write] = []
-    /// Every object this transaction changed, staged or written: where it is and what it is now.
-    var touched: [ObjectKey: (partition: Partition, version: Int64, state: DocumentState)] = [:]
-    /// With ``defersWrites``: the database's answer to each search run in this transaction.
-    var searches: [Search: SearchAnswer] = [:]
-    /// The keys of ``touched`` in the order they were changed (with repeats), so a search's
-    /// answer is brought up to date with only the changes made since it was last given.
-    var touchLog: [ObjectKey] = []
-    /// Upload outcomes to store at commit, with the rest of the transaction's writes.
-    private var outcomes: [(upload: Upload, requestId: String, outcome: JSONValue)] = []
-    /// How many of ``events`` ``finish()`` recorded (the others no one would read).
-    var recordedEvents = 0
+    /// What the transaction has locked, read, staged, written and queued: a value, which a
+    /// savepoint copies and restores whole.
+    var record: WriteRecord
     /// The size in bytes of the largest statement of writes sent so far (see
-    /// ``ObjectStore/closeIfOutgrown(_:_:)``).
+    /// ``ObjectStore/closeIfOutgrown(_:_:)``). A fact of the connection, not of the record: a
+    /// savepoint rolled back does not shrink the buffer the statement grew.
     var largestStatement = 0
-    /// An optimistic transaction (``readOptimistically(_:_:assumingAbsent:)``): the version
-    /// each object it was computed from had (-1: not stored), checked when it commits.
-    var expected: [ObjectKey: Int64]?
 
-    /// When set, ``apply(_:in:validate:)`` and ``apply(_:)`` compute and stage their changes
-    /// (as ``stage(_:in:validate:)``) and every staged change is written at once before the
-    /// commit (or a savepoint): a trigger run that changes the same objects for many events
-    /// writes each object once. Reads — ``load(_:)`` and the `find` searches — see the staged
-    /// changes; a search is run against the database once per transaction and then answered
-    /// with the transaction's own changes laid over it. SQL sent directly on ``connection``
-    /// does not see staged changes: call ``writeStaged()`` first.
-    package var defersWrites = false
+    /// Who writes: recorded with the changes written from now on. A transaction applying
+    /// several principals' uploads sets it before each.
+    package var author: String {
+        get { record.author }
+        set { record.author = newValue }
+    }
+    /// The trigger depth of the changes written from now on: 0 for clients, one more than the
+    /// handled event's for a trigger's writes. A trigger handling several events in one
+    /// transaction sets it before each.
+    package var depth: Int {
+        get { record.depth }
+        set { record.depth = newValue }
+    }
+    /// How changes are written: at once, or staged and written before the commit.
+    package var mode: WriteMode {
+        get { record.mode }
+        set { record.mode = newValue }
+    }
+    /// The version each partition written so far carries in this transaction.
+    package var versions: [Partition: Int64] { record.versions }
+    /// Every object change written so far, in order.
+    package var changes: [(partition: Partition, version: Int64, change: ObjectChange)] { record.changes }
+    /// How many object changes this transaction has made so far, written or staged.
+    package var changeCount: Int { record.changeCount }
 
-    /// With ``defersWrites``: a new body is checked against the limits and encoded only when
-    /// it is written, not each time an operation changes it (a run of trigger events changes
-    /// an object many times, and only its last state is written). A body over the limits then
-    /// fails the commit instead of the operation.
-    package var defersEncoding = false
+    /// Whether ``mode`` defers writes (``WriteMode/deferred``). Setting it true defers them,
+    /// keeping a deferred encoding; false writes at once.
+    package var defersWrites: Bool {
+        get { mode.defersWrites }
+        set { mode = newValue ? (mode == .deferredEncoding ? .deferredEncoding : .deferred) : .immediate }
+    }
+
+    /// Whether ``mode`` is ``WriteMode/deferredEncoding``. Only a transaction that defers its
+    /// writes defers encoding: set ``defersWrites`` (or ``mode``) first.
+    package var defersEncoding: Bool {
+        get { mode == .deferredEncoding }
+        set {
+            guard mode.defersWrites else { return }
+            mode = newValue ? .deferredEncoding : .deferred
+        }
+    }
 
     init(connection: PostgresConnection, store: ObjectStore, author: String, depth: Int) {
         self.connection = connection
         self.store = store
-        self.author = author
-        self.depth = depth
+        self.record = WriteRecord(author: author, depth: depth)
     }
 
     /// Locks the partitions not yet locked in this transaction, in sorted order, and bumps
@@ -100,11 +90,10 @@ package final class WriteTransaction {
     ) async throws -> [ObjectKey: (partition: String, state: DocumentState)] {
         let missing = Set(partitions).subtracting(versions.keys).sorted()
         guard !missing.isEmpty else { return try await load(keys) }
-        let names = Set(missing.map(\.description))
         // What this transaction knows of these partitions, and that a key is not stored,
         // may be older than the lock: those keys are read again.
-        known = known.filter { _, entry in entry.map { !names.contains($0.partition) } ?? false }
-        let unknown = Array(Set(keys.filter { known[$0] == nil }))
+        record.forgetReads(in: Set(missing.map(\.description)))
+        let unknown = Array(Set(keys.filter { record.known[$0] == nil }))
         let requested = Dictionary(missing.map { ($0.description, $0) }, uniquingKeysWith: { first, _ in first })
         let rows = try await connection.execute(
             WriteStatements.LockAndRead(
@@ -115,14 +104,14 @@ package final class WriteTransaction {
         for try await (kind, partition, version, clock, collection, id, body) in rows {
             if kind == 0 {
                 let locked = try requested[partition] ?? Partition(partition)
-                versions[locked] = version
-                clocks[locked] = clock ?? 0
+                record.versions[locked] = version
+                record.clocks[locked] = clock ?? 0
             } else if let collection, let id {
                 let state: DocumentState = body?.value.objectValue.map(DocumentState.live) ?? .deleted
                 found[ObjectKey(uncheckedCollection: collection, id: id)] = (partition, state)
             }
         }
-        for key in unknown { known[key] = found[key] }
+        for key in unknown { record.known[key] = found[key] }
         return try await load(keys)
     }
 
@@ -133,7 +122,7 @@ package final class WriteTransaction {
         var result: [ObjectKey: (partition: String, state: DocumentState)] = [:]
         var missing: [ObjectKey] = []
         for key in keys {
-            if let entry = known[key] {
+            if let entry = record.known[key] {
                 if let entry { result[key] = entry }
             } else {
                 missing.append(key)
@@ -159,7 +148,7 @@ package final class WriteTransaction {
             let state: DocumentState = body?.value.objectValue.map(DocumentState.live) ?? .deleted
             result[ObjectKey(uncheckedCollection: collection, id: id)] = (partition, state)
         }
-        for key in keys { known[key] = result[key] }
+        for key in keys { record.known[key] = result[key] }
         return result
     }
 
@@ -172,33 +161,12 @@ package final class WriteTransaction {
         guard !partitions.isEmpty else { return [:] }
         for list in operations.values { try store.limits.check(operationCount: list.count) }
         // Every touched object in one read, after the locks; staging below reads them from the transaction.
-        let stored = try await lockAndLoad(partitions, OperationApplier.keys(of: operations.values.flatMap { $0 }))
-        let versions = self.versions
-        if defersWrites {
-            var result: [Partition: [ObjectChange]] = [:]
-            for partition in partitions {
-                result[partition] = try await stage(operations[partition]!, in: partition)
-            }
-            return result
-        }
+        try await lockAndLoad(partitions, OperationApplier.keys(of: operations.values.flatMap { $0 }))
         var result: [Partition: [ObjectChange]] = [:]
-        var writes: [(Partition, Int64, [ObjectChange])] = []
         for partition in partitions {
-            var current: [ObjectKey: DocumentState] = [:]
-            for key in OperationApplier.keys(of: operations[partition]!) {
-                guard let entry = stored[key] else { continue }
-                guard entry.partition == partition.description else {
-                    try Self.checkForeign(key, operations[partition]!, partition)
-                    continue
-                }
-                current[key] = entry.state
-            }
-            let changes = try OperationApplier(partition: partition, limits: store.limits).apply(operations[partition]!, to: current)
-            try await checkBlobReferences(changes, of: operations[partition]!, in: partition)
-            result[partition] = changes
-            writes.append((partition, versions[partition]!, changes))
+            result[partition] = try await stage(operations[partition]!, in: partition)
         }
-        try await write(writes)
+        if !mode.defersWrites { try await writeStaged() }
         return result
     }
 
@@ -208,8 +176,7 @@ package final class WriteTransaction {
     /// taken inside a savepoint that is rolled back would be released).
     package func withSavepoint<Result>(_ body: () async throws -> Result) async throws -> Result {
         try await writeStaged()
-        let (changesBefore, eventsBefore, outcomesBefore, lockedBefore, clocksBefore, knownBefore, touchedBefore, touchLogBefore) =
-            (changes.count, events.count, outcomes.count, versions, clocks, known, touched, touchLog.count)
+        let savepoint = record.savepoint()
         try await connection.query("SAVEPOINT psync_upload", logger: logger)
         do {
             let result = try await body()
@@ -217,17 +184,7 @@ package final class WriteTransaction {
             return result
         } catch {
             try await connection.query("ROLLBACK TO SAVEPOINT psync_upload", logger: logger)
-            changes.removeLast(changes.count - changesBefore)
-            events.removeLast(events.count - eventsBefore)
-            outcomes.removeLast(outcomes.count - outcomesBefore)
-            versions = lockedBefore
-            clocks = clocksBefore
-            known = knownBefore
-            touched = touchedBefore
-            touchLog.removeLast(touchLog.count - touchLogBefore)
-            staged = []
-            // Answers read inside the savepoint may show its rolled-back writes.
-            searches = [:]
+            record.rollBack(to: savepoint)
             throw error
         }
     }
@@ -235,7 +192,7 @@ package final class WriteTransaction {
     /// Records an event about a user (registered, deleted) or a user's presence (opened,
     /// closed), delivered to triggers like object changes.
     package func recordUserEvent(_ kind: ChangeEvent.Kind, _ operation: ChangeEvent.Operation, userID: String, details: [String: JSONValue]? = nil) {
-        events.append(PendingEvent(kind: kind, operation: operation, userID: userID, after: details, author: author, depth: depth))
+        record.events.append(PendingEvent(kind: kind, operation: operation, userID: userID, after: details, author: author, depth: depth))
     }
 
     /// Applies operations of one partition against the current stored state and writes the
@@ -245,16 +202,14 @@ package final class WriteTransaction {
     package func apply(
         _ operations: [SyncOperation],
         in partition: Partition,
-        validate: ((_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void)? = nil
+        validate: Check? = nil
     ) async throws -> [ObjectChange] {
         try store.limits.check(operationCount: operations.count)
         // Read after the lock: under READ COMMITTED it sees every commit that preceded ours on
         // this partition.
         try await lockAndLoad([partition], OperationApplier.keys(of: operations))
-        let version = versions[partition]!
-        if defersWrites { return try await stage(operations, in: partition, validate: validate) }
-        let changes = try await compute(operations, in: partition, validate: validate)
-        try await write([(partition, version, changes)])
+        let changes = try await stage(operations, in: partition, validate: validate)
+        if !mode.defersWrites { try await writeStaged() }
         return changes
     }
 
@@ -267,99 +222,36 @@ package final class WriteTransaction {
     package func stage(
         _ operations: [SyncOperation],
         in partition: Partition,
-        validate: ((_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void)? = nil
+        validate: Check? = nil
     ) async throws -> [ObjectChange] {
-        guard let version = versions[partition] else {
-            preconditionFailure("stage(_:in:) needs \(partition) locked first")
+        precondition(versions[partition] != nil, "stage(_:in:) needs \(partition) locked first")
+        let upload = Upload(partition: partition, operations: operations, principal: author)
+        switch try await stage([upload], validators: [validate])[0] {
+        case .applied(_, let changes): return changes
+        case .refused(let refusal): throw refusal
+        case .repeated: preconditionFailure("an upload without a request id does not repeat")
         }
-        try store.limits.check(operationCount: operations.count)
-        let changes = try await compute(operations, in: partition, validate: validate)
-        for change in changes {
-            known[change.key] = (partition.description, change.after)
-            touched[change.key] = (partition, version, change.after)
-            touchLog.append(change.key)
-            staged.append(Write(partition: partition, version: version, change: change, depth: depth, author: author))
-        }
-        return changes
     }
 
     /// Writes every staged change in one statement.
     package func writeStaged() async throws {
-        let pending = staged
-        staged = []
+        let pending = record.staged
+        record.staged = []
         try await write(pending)
-    }
-
-    /// To the operations of one partition, an object of another partition is absent: `set`,
-    /// `increment` and the other edits answer `not_found` and `delete` does nothing, exactly
-    /// as for an id nobody used, so an upload cannot tell whether an id exists in a partition
-    /// its author may not read. Only a `put` cannot pretend, since ids are unique across
-    /// partitions: `partition_mismatch`.
-    static func checkForeign(_ key: ObjectKey, _ operations: [SyncOperation], _ partition: Partition) throws(SyncError) {
-        if operations.contains(where: { if case .put(key, _) = $0 { return true } else { return false } }) {
-            throw SyncError(.partitionMismatch, "\(key) is the id of an object of another partition than \(partition)")
-        }
-    }
-
-    /// The changes of `operations` on the current state of their objects, validated.
-    private func compute(
-        _ operations: [SyncOperation], in partition: Partition,
-        validate: ((_ changes: [ObjectChange], _ transaction: WriteTransaction) async throws -> Void)?
-    ) async throws -> [ObjectChange] {
-        let stored = try await load(OperationApplier.keys(of: operations))
-        var current: [ObjectKey: DocumentState] = [:]
-        for (key, entry) in stored {
-            guard entry.partition == partition.description else {
-                try Self.checkForeign(key, operations, partition)
-                continue
-            }
-            current[key] = entry.state
-        }
-        let changes = try OperationApplier(partition: partition, limits: store.limits)
-            .apply(operations, to: current, encoding: !(defersWrites && defersEncoding))
-        try await checkBlobReferences(changes, of: operations, in: partition)
-        guard let validate else { return changes }
-        // The validators read the upload's own changes (a room made in the upload is there for
-        // the check of a message put into it); a refusal leaves the transaction's view as it was.
-        let before = changes.map { ($0.key, known[$0.key]) }
-        for change in changes { known[change.key] = (partition.description, change.after) }
-        do {
-            try await validate(changes, self)
-        } catch {
-            for (key, entry) in before { known[key] = entry }
-            throw error
-        }
-        return changes
-    }
-
-    /// Queues the outcome of an upload, stored by ``finish()`` with the transaction's writes.
-    func recordOutcome(_ outcome: JSONValue, of upload: Upload, requestId: String) {
-        outcomes.append((upload, requestId, outcome))
     }
 
     /// Finishes the transaction's work before COMMIT, in one statement: writes what is
     /// staged, stores the queued upload outcomes, stamps the changed partitions with a Lamport
-    /// clock, and records the events the store's ``EventInterest`` wants. Throws
-    /// ``OutcomeExists`` when an outcome's request id has one already.
-    func finish() async throws {
-        let pending = staged
-        staged = []
-        let counts = try await persist(pending, finishing: true)
-        guard counts.recorded == outcomes.count else { throw OutcomeExists() }
+    /// clock, and records the events the store's ``EventInterest`` wants. Returns the conflict
+    /// the statement found, if any: the transaction must then be rolled back.
+    func finish() async throws -> WriteConflict? {
+        let pending = record.staged
+        record.staged = []
+        return try await persist(pending, finishing: true)
     }
 
     /// The transaction's writes as its observers see them after the commit.
-    var commit: Commit {
-        var byPartition: [Partition: [ObjectKey: ObjectChange]] = [:]
-        for (partition, _, change) in changes { byPartition[partition, default: [:]][change.key] = change }
-        return Commit(
-            partitions: byPartition.keys.sorted().map { partition in
-                Commit.PartitionChanges(
-                    partition: partition, version: versions[partition]!,
-                    changes: byPartition[partition]!.values.sorted { $0.key < $1.key })
-            },
-            recordedEvents: recordedEvents)
-    }
+    var commit: Commit { record.commit }
 
     /// Writes computed changes as they are (no operations applied): live bodies and tombstones,
     /// for all the given partitions in one statement.
@@ -372,17 +264,17 @@ package final class WriteTransaction {
     /// Writes changes now; their events are recorded at commit.
     private func write(_ every: [Write]) async throws {
         guard !every.isEmpty else { return }
-        _ = try await persist(every, finishing: false)
+        if let conflict = try await persist(every, finishing: false) { throw conflict.error }
     }
 
     /// Writes changes in one statement (`psync_write`, migration 0006). With `finishing`, the
     /// same statement also stores the queued outcomes, stamps the clock of every partition the
-    /// transaction changed, and records the events the store's ``EventInterest`` wants; the
-    /// counts of written objects and stored outcomes are returned.
-    private func persist(_ every: [Write], finishing: Bool) async throws -> (written: Int, recorded: Int) {
+    /// transaction changed, and records the events the store's ``EventInterest`` wants.
+    /// Returns what kept it from writing everything, if anything.
+    private func persist(_ every: [Write], finishing: Bool) async throws -> WriteConflict? {
         let (statement, rowCount) = try writeStatement(every, finishing: finishing)
         guard rowCount > 0 || !statement.requestIDs.isEmpty || !statement.stamp.isEmpty || !statement.kinds.isEmpty else {
-            return (0, 0)
+            return nil
         }
         var counts = (written: 0, recorded: 0)
         for (part, bytes) in statement.split(maximumBytes: store.configuration.statementBytes) {
@@ -392,11 +284,12 @@ package final class WriteTransaction {
                 counts.recorded += Int(stored)
             }
         }
-        guard counts.written == rowCount else {
-            // Another transaction created one of these keys in another partition meanwhile.
-            throw SyncError(.partitionMismatch, "an object of this upload was created in another partition meanwhile")
-        }
-        return counts
+        // Another transaction created one of these keys in another partition meanwhile.
+        guard counts.written == rowCount else { return .createdElsewhere }
+        // An earlier upload with one of these request ids committed (or is committing: the
+        // insert waited for it).
+        guard counts.recorded == statement.requestIDs.count else { return .outcomeExists }
+        return nil
     }
 
     /// Takes `every` change into the transaction's record (its reads, changes and events) and
@@ -410,30 +303,23 @@ package final class WriteTransaction {
         for (index, entry) in every.enumerated() { last[entry.change.key] = index }
         var every = every
         for index in last.values where every[index].change.encodedBody == nil {
-            // A body whose encoding was deferred (``defersEncoding``) is checked and encoded now.
+            // A body whose encoding was deferred (``WriteMode/deferredEncoding``) is checked and encoded now.
             if let body = every[index].change.after.body {
                 every[index].change.encodedBody = try store.limits.encode(body: body, of: every[index].change.key)
             }
         }
         let rows = every.indices.filter { last[every[$0].change.key] == $0 }.map { every[$0] }
-        let label = store.objectEventLabel
-        for write in every {
-            let (partition, version, change) = (write.partition, write.version, write.change)
-            known[change.key] = (partition.description, change.after)
-            touched[change.key] = (partition, version, change.after)
-            touchLog.append(change.key)
-            changes.append((partition, version, change))
-            events.append(PendingEvent(change: change, partition: partition, version: version, author: write.author, depth: write.depth, labelled: label))
-        }
+        record.wrote(every, labelled: store.objectEventLabel)
+        let (events, clocks) = (record.events, record.clocks)
         let interest = store.eventInterest
         let recorded = !finishing ? [] : interest.recordsAll ? events : events.filter { interest.wants($0.event) }
-        let queued = finishing ? outcomes : []
+        let queued = finishing ? record.outcomes : []
         // The transaction's Lamport clock: the largest of its changed partitions', set on the
         // others (docs/TRIGGERS.md, "Ordering").
-        let changed = finishing ? Set(changes.map(\.partition)) : []
+        let changed = finishing ? Set(record.changes.map(\.partition)) : []
         let clock = changed.compactMap { clocks[$0] }.max()
         let stamp = changed.filter { clock != nil && clocks[$0, default: 0] < clock! }.sorted().map(\.description)
-        if finishing { recordedEvents = recorded.count }
+        if finishing { record.recordedEvents = recorded.count }
         let none = Array("null".utf8)
         var statement = WriteStatements.Write()
         for row in rows {
@@ -480,6 +366,20 @@ struct Write {
     var author: String
 }
 
-/// Thrown by the commit of an upload whose request id has an outcome stored already (an
-/// earlier upload with the same id committed, or is committing); the transaction is rolled back.
-struct OutcomeExists: Error {}
+/// What the statement that finishes a transaction found, which keeps it from committing as
+/// computed: nothing of it may commit, and it is rolled back.
+enum WriteConflict: Sendable, Hashable {
+    /// An object of the transaction was created meanwhile in another partition.
+    case createdElsewhere
+    /// An upload outcome's request id has one stored already: an earlier upload with the same
+    /// id committed (or was committing: the insert waited for it).
+    case outcomeExists
+
+    /// The error for a transaction that did not expect the conflict.
+    var error: SyncError {
+        switch self {
+        case .createdElsewhere: SyncError(.partitionMismatch, "an object of this upload was created in another partition meanwhile")
+        case .outcomeExists: SyncError(.internal, "an upload outcome was stored twice")
+        }
+    }
+}

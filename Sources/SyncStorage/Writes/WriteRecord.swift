@@ -1,0 +1,153 @@
+import SyncProtocol
+
+/// How a write transaction writes the changes it applies.
+package enum WriteMode: Sendable, Hashable {
+    /// Each ``WriteTransaction/apply(_:in:validate:)`` and ``WriteTransaction/apply(_:)``
+    /// writes its changes at once.
+    case immediate
+    /// Changes are computed and staged (as ``WriteTransaction/stage(_:in:validate:)``), and
+    /// every staged change is written at once before the commit (or a savepoint): a trigger
+    /// run that changes the same objects for many events writes each object once. Reads —
+    /// ``WriteTransaction/load(_:)`` and the `find` searches — see the staged changes; a search
+    /// is run against the database once per transaction and then answered with the
+    /// transaction's own changes laid over it. SQL sent directly on the connection does not
+    /// see staged changes: call ``WriteTransaction/writeStaged()`` first.
+    case deferred
+    /// As ``deferred``, and a new body is checked against the limits and encoded only when it
+    /// is written, not each time an operation changes it (a run of trigger events changes an
+    /// object many times, and only its last state is written). A body over the limits then
+    /// fails the commit instead of the operation.
+    case deferredEncoding
+
+    /// Whether changes are staged and written before the commit.
+    var defersWrites: Bool { self != .immediate }
+}
+
+/// The record of a write transaction: everything it has locked, read, staged, written and
+/// queued, as a value. ``WriteTransaction`` is the thin wrapper that does the I/O; a savepoint
+/// is a copy of the record, restored whole when the savepoint is rolled back.
+struct WriteRecord {
+    /// Who writes: recorded with the changes written from now on.
+    var author: String
+    /// The trigger depth of the changes written from now on.
+    var depth: Int
+    var mode = WriteMode.immediate
+    /// The version each partition locked so far carries in this transaction.
+    var versions: [Partition: Int64] = [:]
+    /// The Lamport clock of each locked partition, as its lock raised it.
+    var clocks: [Partition: Int64] = [:]
+    /// Every object change written so far, in order.
+    var changes: [(partition: Partition, version: Int64, change: ObjectChange)] = []
+    /// Events to record at commit, in order.
+    var events: [PendingEvent] = []
+    /// Objects read or written in this transaction (`nil`: not stored), so a key is read from
+    /// the database once. Entries of a partition are dropped when it is locked, and entries of
+    /// keys not stored then too: only a read after the lock sees every commit before ours.
+    var known: [ObjectKey: (partition: String, state: DocumentState)?] = [:]
+    /// Changes staged and not written yet, with the trigger depth they were made at.
+    var staged: [Write] = []
+    /// Every object this transaction changed, staged or written: where it is and what it is now.
+    var touched: [ObjectKey: (partition: Partition, version: Int64, state: DocumentState)] = [:]
+    /// The keys of ``touched`` in the order they were changed (with repeats), so a search's
+    /// answer is brought up to date with only the changes made since it was last given.
+    var touchLog: [ObjectKey] = []
+    /// With a deferring ``mode``: the database's answer to each search run in this transaction.
+    var searches: [WriteTransaction.Search: WriteTransaction.SearchAnswer] = [:]
+    /// Upload outcomes to store at commit, with the rest of the transaction's writes.
+    var outcomes: [(upload: Upload, requestId: String, outcome: JSONValue)] = []
+    /// How many of ``events`` the finishing statement recorded (the others no one would read).
+    var recordedEvents = 0
+
+    init(author: String, depth: Int) {
+        self.author = author
+        self.depth = depth
+    }
+
+    /// How many object changes this transaction has made so far, written or staged.
+    var changeCount: Int { changes.count + staged.count }
+
+    /// Forgets what is known of the objects of `partitions`, and that keys are not stored:
+    /// what was read before their locks may be older than the lock.
+    mutating func forgetReads(in partitions: Set<String>) {
+        known = known.filter { _, entry in entry.map { !partitions.contains($0.partition) } ?? false }
+    }
+
+    /// The changes `operations` make to the objects of `partition` as this record knows them
+    /// (an object missing from ``known`` is taken as not stored): the record's view, its own
+    /// staged changes included.
+    func changes(of operations: [SyncOperation], in partition: Partition, limits: Limits) throws(SyncError) -> [ObjectChange] {
+        var current: [ObjectKey: DocumentState] = [:]
+        for key in OperationApplier.keys(of: operations) {
+            guard let entry = known[key] ?? nil else { continue }
+            guard entry.partition == partition.description else {
+                try Self.checkForeign(key, operations, partition)
+                continue
+            }
+            current[key] = entry.state
+        }
+        return try OperationApplier(partition: partition, limits: limits).apply(operations, to: current, encoding: mode != .deferredEncoding)
+    }
+
+    /// To the operations of one partition, an object of another partition is absent: `set`,
+    /// `increment` and the other edits answer `not_found` and `delete` does nothing, exactly
+    /// as for an id nobody used, so an upload cannot tell whether an id exists in a partition
+    /// its author may not read. Only a `put` cannot pretend, since ids are unique across
+    /// partitions: `partition_mismatch`.
+    static func checkForeign(_ key: ObjectKey, _ operations: [SyncOperation], _ partition: Partition) throws(SyncError) {
+        if operations.contains(where: { if case .put(key, _) = $0 { return true } else { return false } }) {
+            throw SyncError(.partitionMismatch, "\(key) is the id of an object of another partition than \(partition)")
+        }
+    }
+
+    /// Stages the changes of one partition, made by the current author at the current depth.
+    mutating func stage(_ changes: [ObjectChange], in partition: Partition) {
+        let version = versions[partition]!
+        for change in changes {
+            known[change.key] = (partition.description, change.after)
+            touched[change.key] = (partition, version, change.after)
+            touchLog.append(change.key)
+            staged.append(Write(partition: partition, version: version, change: change, depth: depth, author: author))
+        }
+    }
+
+    /// Takes written changes into the record: what is known and touched, the changes, and
+    /// an event for each.
+    mutating func wrote(_ every: [Write], labelled label: ChangeEvent.Operation?) {
+        for write in every {
+            let (partition, version, change) = (write.partition, write.version, write.change)
+            known[change.key] = (partition.description, change.after)
+            touched[change.key] = (partition, version, change.after)
+            touchLog.append(change.key)
+            changes.append((partition, version, change))
+            events.append(PendingEvent(change: change, partition: partition, version: version, author: write.author, depth: write.depth, labelled: label))
+        }
+    }
+
+    /// A savepoint: the whole record as it is.
+    struct Savepoint {
+        fileprivate let record: WriteRecord
+    }
+
+    /// The record as it is now, to go back to.
+    func savepoint() -> Savepoint {
+        Savepoint(record: self)
+    }
+
+    /// Goes back to the record as it was at `savepoint`, every field of it.
+    mutating func rollBack(to savepoint: Savepoint) {
+        self = savepoint.record
+    }
+
+    /// The transaction's writes as its observers see them after the commit.
+    var commit: Commit {
+        var byPartition: [Partition: [ObjectKey: ObjectChange]] = [:]
+        for (partition, _, change) in changes { byPartition[partition, default: [:]][change.key] = change }
+        return Commit(
+            partitions: byPartition.keys.sorted().map { partition in
+                Commit.PartitionChanges(
+                    partition: partition, version: versions[partition]!,
+                    changes: byPartition[partition]!.values.sorted { $0.key < $1.key })
+            },
+            recordedEvents: recordedEvents)
+    }
+}
