@@ -30,8 +30,12 @@ public final class InMemoryObjects: ObjectSource, Sendable {
 
     public init() {}
 
-    /// Stores (or replaces) the object under `key` in `partition`, at the partition's next version.
+    /// Stores (or replaces) the object under `key` in `partition`, at the partition's next
+    /// version, with `_id` and `partition` set as the server sets them.
     public func put(_ body: [String: JSONValue], key: ObjectKey, in partition: Partition) {
+        var body = body
+        body["_id"] = .string(key.id)
+        body["partition"] = .string(partition.description)
         state.withLock { state in
             let version = (state.versions[partition] ?? 0) + 1
             state.versions[partition] = version
@@ -72,13 +76,15 @@ public final class InMemoryObjects: ObjectSource, Sendable {
 }
 
 extension ObjectChange {
-    /// The creation of `model` as a client's `put` of it would make it, for checking it with
+    /// The creation of `model` in `partition` as a client's `put` of it would make it (with
+    /// `_id` and `partition` set as the server sets them), for checking it with
     /// ``Permissions/check(_:in:by:context:)``.
-    public static func creation<Model: SyncModel>(of model: Model) throws -> ObjectChange {
+    public static func creation<Model: SyncModel>(of model: Model, in partition: Partition) throws -> ObjectChange {
         guard case .put(let key, var body) = try model.putOperation() else {
             throw SyncError(.internal, "\(Model.self) does not make a put")
         }
         body["_id"] = .string(key.id)
+        body["partition"] = .string(partition.description)
         return ObjectChange(key: key, before: .absent, after: .live(body), encodedBody: nil)
     }
 }

@@ -52,9 +52,9 @@ struct RulesInMemoryTests {
         try objects.put(document, in: room)
         let context = ValidationContext(source: objects)
 
-        let signed = try ObjectChange.creation(of: Chat(id: "c1", room: "r1", author: "ann@example.com", markdown: "hi"))
+        let signed = try ObjectChange.creation(of: Chat(id: "c1", room: "r1", author: "ann@example.com", markdown: "hi"), in: room)
         try await permissions.check(signed, in: room, by: .user("u-ann"), context: context)
-        let forged = try ObjectChange.creation(of: Chat(id: "c2", room: "r1", author: "bob@example.com", markdown: "I am bob"))
+        let forged = try ObjectChange.creation(of: Chat(id: "c2", room: "r1", author: "bob@example.com", markdown: "I am bob"), in: room)
         await #expect(throws: SyncError.self) { try await permissions.check(forged, in: room, by: .user("u-ann"), context: context) }
         do {
             try await permissions.check(forged, in: room, by: .user("u-ann"), context: context)
@@ -66,7 +66,7 @@ struct RulesInMemoryTests {
     @Test("a profile is written only by its owner")
     func profileOwner() async throws {
         let context = ValidationContext(source: objects)
-        let own = try ObjectChange.creation(of: Profile(email: "bob@example.com"))
+        let own = try ObjectChange.creation(of: Profile(email: "bob@example.com"), in: CouchChatPartitions.profiles)
         try await permissions.check(own, in: CouchChatPartitions.profiles, by: .user("u-bob"), context: context)
         await #expect(throws: SyncError.self) {
             try await permissions.check(own, in: CouchChatPartitions.profiles, by: .user("u-eve"), context: context)

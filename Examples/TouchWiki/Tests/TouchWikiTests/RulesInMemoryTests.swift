@@ -36,11 +36,11 @@ struct RulesInMemoryTests {
     func validator() async throws {
         let wiki = try TouchWikiPartitions.wiki("w1")
         let context = ValidationContext(source: objects)
-        let own = try ObjectChange.creation(of: Wiki(id: "w1", title: "Recipes", owner: "ann@example.com"))
+        let own = try ObjectChange.creation(of: Wiki(id: "w1", title: "Recipes", owner: "ann@example.com"), in: wiki)
         try await permissions.check(own, in: wiki, by: .user("u-ann"), context: context)
         await #expect(throws: SyncError.self) { try await permissions.check(own, in: wiki, by: .user("u-eve"), context: context) }
 
-        let page = try ObjectChange.creation(of: WikiPage(wiki: "w1", name: "Bread", markdown: "Flour, water."))
+        let page = try ObjectChange.creation(of: WikiPage(wiki: "w1", name: "Bread", markdown: "Flour, water."), in: wiki)
         await #expect(throws: SyncError.self) { try await permissions.check(page, in: wiki, by: .user("u-ann"), context: context) }
         try objects.put(Wiki(id: "w1", title: "Recipes", owner: "ann@example.com"), in: wiki)
         try await permissions.check(page, in: wiki, by: .user("u-ann"), context: context)
