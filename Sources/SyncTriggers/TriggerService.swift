@@ -52,16 +52,18 @@ package final class TriggerService: Service, Sendable {
         try await withDeadline(configuration.operationTimeout, what(), operation)
     }
 
-    /// A notification arrived: `events` (new events were committed) or `seq:<n>` (events were
-    /// numbered).
-    package func notified(_ payload: String) {
-        if payload == "events" {
+    /// A notification arrived: new events were committed, or numbered.
+    package func notified(_ notification: ChangeNotification) {
+        switch notification {
+        case .eventsRecorded:
             sequencerSignal.signal()
-        } else if payload.hasPrefix("seq:") {
+        case .sequenced(let last):
             // This instance's own passes woke the runners they concern already; another
             // instance's pass wakes them all.
-            guard let last = Int64(payload.dropFirst(4)), last > sequencedHere.withLock({ $0 }) else { return }
+            guard last > sequencedHere.withLock({ $0 }) else { return }
             for signal in runnerSignals.values { signal.signal() }
+        case .committed, .instanceArrived, .revoked:
+            break
         }
     }
 

@@ -214,9 +214,9 @@ extension ObjectStore {
         let commit = transaction.commit
         guard !commit.partitions.isEmpty || commit.recordedEvents > 0 else { return }
         for observer in observers.withLock({ $0 }) { observer(commit) }
-        var payloads = commit.partitions.map { "\($0.version):\($0.partition)" }
-        if commit.recordedEvents > 0 { payloads.append("events") }
-        announce(payloads)
+        var notifications = commit.partitions.map { ChangeNotification.committed($0.partition, version: $0.version) }
+        if commit.recordedEvents > 0 { notifications.append(.eventsRecorded) }
+        announce(notifications.map(\.payload))
     }
 }
 
