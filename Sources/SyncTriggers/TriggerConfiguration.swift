@@ -1,7 +1,8 @@
 import PartitionSync
+import SyncProtocol
 
 /// Settings of trigger processing.
-package struct TriggerConfiguration: Sendable, Hashable {
+package struct TriggerConfiguration: Sendable {
     /// Events deeper than this (a trigger's write firing a trigger firing a trigger …) are not
     /// handled but dead-lettered with `trigger_depth_exceeded`. Default 8.
     package var maximumDepth: Int = 8
@@ -35,6 +36,10 @@ package struct TriggerConfiguration: Sendable, Hashable {
     /// A trigger more events behind the log than this is reported unhealthy
     /// (`/health/triggers`, `psync triggers list`). Default 10,000.
     package var maximumLag: Int64 = 10_000
+    /// The clock every wait, timeout, backoff, lease renewal and interval of the triggers is
+    /// measured on, and the wall time of their metrics and the watchdog. Default the system's;
+    /// a test's `MockClock`.
+    package var time: SyncClock = .system
 
     package init() {}
 }
