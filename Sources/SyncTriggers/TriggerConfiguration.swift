@@ -30,8 +30,8 @@ package struct TriggerConfiguration: Sendable {
     /// The longest a trigger's loop waits for one step: taking or renewing its lease, reading
     /// events, one handling transaction (the handler included), a dead letter. A step that
     /// takes longer (a connection that died mid-transaction, a pool that does not answer) is
-    /// abandoned, logged and, for a handler, counted as a failed attempt; the loop goes on
-    /// from the stored position. Default 60 seconds.
+    /// abandoned and logged, and, like a database that went away, uses up none of an event's
+    /// attempts; the loop goes on from the stored position. Default 60 seconds.
     package var operationTimeout: Duration = .seconds(60)
     /// A trigger more events behind the log than this is reported unhealthy
     /// (`/health/triggers`, `psync triggers list`). Default 10,000.

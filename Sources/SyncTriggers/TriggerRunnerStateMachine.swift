@@ -88,21 +88,8 @@ struct TriggerRunnerStateMachine: Sendable {
         }
     }
 
-    /// The events of one read, handled run by run.
-    struct Batch: Sendable, Hashable {
-        var events: [ChangeEvent]
-        /// How far the read scanned (at least the last event).
-        var through: Int64
-        /// The first event not yet in a run.
-        var index = 0
-        /// The run being handled: `events[index..<index + run.count]`.
-        var run: [ChangeEvent] = []
-        /// The run's matching events still to handle one by one after it failed together.
-        var single: [ChangeEvent] = []
-        var attempts: EventAttempts
-    }
-
-    private enum Pending: Sendable, Hashable {
+    /// The answer the outstanding action awaits.
+    enum Pending: Sendable, Hashable {
         case register
         case lease(then: Resume)
         case wait(then: Resume)
@@ -115,7 +102,8 @@ struct TriggerRunnerStateMachine: Sendable {
         case stopped
     }
 
-    private enum Resume: Sendable, Hashable {
+    /// Where to go on after a lease answer or a wait.
+    enum Resume: Sendable, Hashable {
         case register
         case cycle
         case read
@@ -133,7 +121,8 @@ struct TriggerRunnerStateMachine: Sendable {
     private var lastRun: Duration?
     /// The last read was full: the trigger is behind and does not wait to gather.
     private var behind = false
-    private var pending = Pending.register
+    /// Changed only by the machine (and its batch extension).
+    var pending = Pending.register
 
     init(policy: Policy) {
         self.policy = policy
@@ -262,7 +251,7 @@ struct TriggerRunnerStateMachine: Sendable {
 
     // MARK: Steps
 
-    private func leaseDue(now: Duration) -> Bool {
+    func leaseDue(now: Duration) -> Bool {
         guard holding, let renewed else { return true }
         return now - renewed >= policy.leaseRenewal
     }
@@ -271,11 +260,11 @@ struct TriggerRunnerStateMachine: Sendable {
     /// renewal or handled event stores it. (Storing it at once would cost a commit for every
     /// event anyone makes; after a restart the few events passed over since are read and
     /// passed over again.)
-    private mutating func pass(to target: Int64) {
+    mutating func pass(to target: Int64) {
         position = max(position, target)
     }
 
-    private mutating func wait(_ action: Action, then resume: Resume) -> Action {
+    mutating func wait(_ action: Action, then resume: Resume) -> Action {
         pending = .wait(then: resume)
         return action
     }
@@ -305,7 +294,7 @@ struct TriggerRunnerStateMachine: Sendable {
 
     /// Between batches: the lease, then (for a trigger that gathers) the wait for its next
     /// run, then the next read.
-    private mutating func cycle(now: Duration) -> Action {
+    mutating func cycle(now: Duration) -> Action {
         if leaseDue(now: now) {
             pending = .lease(then: .cycle)
             return .acquireLease(passed: holding ? position : nil)
@@ -317,80 +306,6 @@ struct TriggerRunnerStateMachine: Sendable {
         }
         pending = .read
         return .read(after: position)
-    }
-
-    /// The next step of an ordered batch.
-    private mutating func continueBatch(_ batch: Batch, now: Duration) -> Action {
-        var batch = batch
-        while true {
-            if let event = batch.single.first {
-                batch.attempts = EventAttempts(retry: policy.retry)
-                return step(batch.attempts.start(event, maximumDepth: policy.maximumDepth), batch: batch)
-            }
-            if let last = batch.run.last {
-                // The run was handled one by one.
-                pass(to: last.position)
-                batch.index += batch.run.count
-                batch.run = []
-            }
-            guard batch.index < batch.events.count else {
-                pass(to: batch.through)
-                return cycle(now: now)
-            }
-            if leaseDue(now: now) {
-                pending = .lease(then: .batch(batch))
-                return .acquireLease(passed: position)
-            }
-            let run = nextRun(of: batch)
-            let matching = run.filter(policy.matches)
-            if matching.isEmpty {
-                pass(to: run.last!.position)
-                batch.index += run.count
-                continue
-            }
-            batch.run = run
-            if run.count > 1, !matching.contains(where: { $0.depth >= policy.maximumDepth }) {
-                pending = .together(batch)
-                return .runTogether(run, from: position)
-            }
-            batch.single = matching
-        }
-    }
-
-    /// The events of the next run: up to `eventsPerTransaction` matching ones (a run handler
-    /// takes a whole read), stopping before one too deep, which goes alone (to its dead letter).
-    private func nextRun(of batch: Batch) -> [ChangeEvent] {
-        let perTransaction = max(1, policy.handlesRuns ? policy.batchSize : policy.eventsPerTransaction)
-        var run: [ChangeEvent] = []
-        var handled = 0
-        var index = batch.index
-        while index < batch.events.count, handled < perTransaction {
-            let event = batch.events[index]
-            let matches = policy.matches(event)
-            if matches {
-                if event.depth >= policy.maximumDepth, handled > 0 { break }
-                handled += 1
-            }
-            run.append(event)
-            index += 1
-            if matches, event.depth >= policy.maximumDepth { break }
-        }
-        return run
-    }
-
-    /// The action for the next attempt step of the first of `batch.single`.
-    private mutating func step(_ step: EventAttempts.Action, batch: Batch) -> Action {
-        let event = batch.single[0]
-        switch step {
-        case .run(let attempt):
-            pending = .one(batch)
-            return .runOne(event, from: position, attempt: attempt)
-        case .retry(let backoff):
-            return wait(.sleep(backoff), then: .retry(batch))
-        case .deadLetter(let attempts, let error):
-            pending = .deadLetter(batch)
-            return .deadLetter(event, attempts: attempts, error: error, from: position)
-        }
     }
 
     /// An answer that does not fit the outstanding action: a bug of the runner. It starts

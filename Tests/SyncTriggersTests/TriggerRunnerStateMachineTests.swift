@@ -1,6 +1,7 @@
 import Foundation
 import PartitionSync
 import SyncProtocol
+import SyncStorage
 import SyncTesting
 @testable import SyncTriggers
 import Testing
@@ -204,5 +205,20 @@ struct TriggerRunnerStateMachineTests {
         #expect(machine.failed(.unavailable("down"), now: .zero) == .sleep(.seconds(1)))
         #expect(machine.waited(now: .seconds(1)) == .register)
         #expect(machine.stop() == .stop)
+    }
+
+    @Test("errors are told apart for the state machine: a lost lease, the database unavailable, a refusal that would come back, and what a retry may cure")
+    func classification() {
+        #expect(TriggerRunner.failure(TriggerError(.leaseLost, "gone")) == .leaseLost)
+        #expect(TriggerRunner.failure(SyncError(.typeMismatch, "not an object")) == .failed("type_mismatch: not an object", permanent: true))
+        guard case .failed(_, permanent: false) = TriggerRunner.failure(SyncError(.internal, "bug")) else {
+            Issue.record("an internal error was not retried")
+            return
+        }
+        // A step past its deadline: the database did not answer, which uses up no attempt.
+        guard case .unavailable = TriggerRunner.failure(DeadlineError("a step", timeout: .seconds(60))) else {
+            Issue.record("a step past its deadline was taken for the handler's failure")
+            return
+        }
     }
 }

@@ -70,10 +70,9 @@ package final class ChangeListener: Service, Sendable {
                 revocations.replace(with: try await revocationLedger.live())
                 readiness.listening(true)
                 hub.listenerConnected()
-                // Commits and passes while the listener was away were not heard: the
-                // sequencer and the runners look now.
+                // Commits while the listener was away were not heard: the sequencer looks
+                // now (the trigger runners look at their next poll).
                 notified(.eventsRecorded)
-                notified(.sequenced(through: 0))
                 for try await notification in notifications {
                     handle(notification.payload)
                 }
