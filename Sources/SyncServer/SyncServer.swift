@@ -179,11 +179,11 @@ package final class SyncServer: Service, Sendable {
         let listener = ChangeListener(
             url: database, hub: hub, readiness: readiness, revocations: revocations, revocationLedger: RevocationLedger(store: store),
             logger: logger
-        ) { payload in
-            if payload.hasPrefix(InstanceRegistry.arrivalPrefix) {
+        ) { notification in
+            if case .instanceArrived = notification {
                 instances.arrived()
             } else {
-                triggers.notified(payload)
+                triggers.notified(notification)
             }
         }
         let presence = PresenceService(

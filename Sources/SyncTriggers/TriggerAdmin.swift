@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PartitionSync
+import SyncProtocol
 import SyncStorage
 
 /// Inspects triggers and replays dead letters: behind `psync triggers …` and the admin HTTP
@@ -29,11 +30,14 @@ package struct TriggerAdmin: Sendable {
     let store: ObjectStore
     let triggers: [Trigger]
     let logger: Logger
+    /// The wall time a lease's expiry is compared with.
+    let time: SyncClock
 
-    package init(store: ObjectStore, triggers: [Trigger], logger: Logger) {
+    package init(store: ObjectStore, triggers: [Trigger], logger: Logger, time: SyncClock = .system) {
         self.store = store
         self.triggers = triggers
         self.logger = logger
+        self.time = time
     }
 
     var ledger: TriggerLedger { TriggerLedger(store: store) }
@@ -42,10 +46,11 @@ package struct TriggerAdmin: Sendable {
     package func reports() async throws -> [Report] {
         let head = try await EventLog(store: store).head()
         let letters = try await ledger.deadLetters()
+        let now = time.now()
         return try await ledger.statuses().map { status in
             Report(
                 name: status.name, position: status.position, lag: max(0, head - status.position),
-                leaseHolder: status.leaseExpires.map { $0 > .now } == true ? status.leaseHolder : nil,
+                leaseHolder: status.leaseExpires.map { $0 > now } == true ? status.leaseHolder : nil,
                 deadLetters: letters.filter { $0.trigger == status.name }.count)
         }
     }

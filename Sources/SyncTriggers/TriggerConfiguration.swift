@@ -1,7 +1,8 @@
 import PartitionSync
+import SyncProtocol
 
 /// Settings of trigger processing.
-package struct TriggerConfiguration: Sendable, Hashable {
+package struct TriggerConfiguration: Sendable {
     /// Events deeper than this (a trigger's write firing a trigger firing a trigger …) are not
     /// handled but dead-lettered with `trigger_depth_exceeded`. Default 8.
     package var maximumDepth: Int = 8
@@ -29,12 +30,16 @@ package struct TriggerConfiguration: Sendable, Hashable {
     /// The longest a trigger's loop waits for one step: taking or renewing its lease, reading
     /// events, one handling transaction (the handler included), a dead letter. A step that
     /// takes longer (a connection that died mid-transaction, a pool that does not answer) is
-    /// abandoned, logged and, for a handler, counted as a failed attempt; the loop goes on
-    /// from the stored position. Default 60 seconds.
+    /// abandoned and logged, and, like a database that went away, uses up none of an event's
+    /// attempts; the loop goes on from the stored position. Default 60 seconds.
     package var operationTimeout: Duration = .seconds(60)
     /// A trigger more events behind the log than this is reported unhealthy
     /// (`/health/triggers`, `psync triggers list`). Default 10,000.
     package var maximumLag: Int64 = 10_000
+    /// The clock every wait, timeout, backoff, lease renewal and interval of the triggers is
+    /// measured on, and the wall time of their metrics and the watchdog. Default the system's;
+    /// a test's `MockClock`.
+    package var time: SyncClock = .system
 
     package init() {}
 }

@@ -1,4 +1,3 @@
-import Foundation
 import Locking
 import PartitionSync
 
@@ -33,35 +32,42 @@ package final class TriggerHealth: Sendable {
     }
 
     private struct State {
-        var beats: [String: ContinuousClock.Instant] = [:]
-        var leaseless: [String: ContinuousClock.Instant] = [:]
+        // Times on the stopwatch.
+        var beats: [String: Duration] = [:]
+        var leaseless: [String: Duration] = [:]
         var lags: [String: Int64] = [:]
         var holders: [String: String] = [:]
-        var checked: ContinuousClock.Instant?
+        var checked: Duration?
     }
 
     private let state = Locked(State())
     let names: [String]
     let configuration: TriggerConfiguration
-    let started = ContinuousClock.now
+    /// Time on ``TriggerConfiguration/time``'s clock, since the trigger service was made.
+    let stopwatch: Stopwatch
 
-    init(names: [String], configuration: TriggerConfiguration) {
+    init(names: [String], configuration: TriggerConfiguration, stopwatch: Stopwatch) {
         self.names = names
         self.configuration = configuration
+        self.stopwatch = stopwatch
     }
+
+    private var now: Duration { stopwatch.elapsed }
 
     /// A trigger's loop on this instance is alive (called at every step).
     func beat(_ trigger: String) {
-        state.withLock { $0.beats[trigger] = .now }
+        let now = self.now
+        state.withLock { $0.beats[trigger] = now }
     }
 
     /// What the watchdog read from the ledger.
     func observed(_ trigger: String, lag: Int64, leaseHolder: String?) {
+        let now = self.now
         state.withLock { state in
             state.lags[trigger] = lag
             state.holders[trigger] = leaseHolder
             if leaseHolder == nil {
-                if state.leaseless[trigger] == nil { state.leaseless[trigger] = .now }
+                if state.leaseless[trigger] == nil { state.leaseless[trigger] = now }
             } else {
                 state.leaseless[trigger] = nil
             }
@@ -69,20 +75,21 @@ package final class TriggerHealth: Sendable {
     }
 
     func checked() {
-        state.withLock { $0.checked = .now }
+        let now = self.now
+        state.withLock { $0.checked = now }
     }
 
     /// Every trigger of this instance, with its problems.
     package var reports: [Report] {
-        let now = ContinuousClock.now
+        let now = self.now
         let state = self.state.withLock { $0 }
         let stall = configuration.operationTimeout * 2
         let leaseGrace = configuration.leaseDuration + configuration.leaseRenewal * 2
         // Not read for a while: the watchdog's own reads are bounded by the operation timeout.
-        let stale = (state.checked ?? started) + configuration.operationTimeout + configuration.pollInterval * 3 < now
+        let stale = (state.checked ?? .zero) + configuration.operationTimeout + configuration.pollInterval * 3 < now
         return names.map { name in
             var problems: [Problem] = []
-            if (state.beats[name] ?? started) + stall < now { problems.append(.stuck) }
+            if (state.beats[name] ?? .zero) + stall < now { problems.append(.stuck) }
             if let since = state.leaseless[name], since + leaseGrace < now { problems.append(.noLease) }
             if let lag = state.lags[name], lag > configuration.maximumLag { problems.append(.behind) }
             if stale { problems.append(.unknown) }

@@ -1,5 +1,6 @@
 import Locking
 import PartitionSync
+import SyncProtocol
 
 /// Wakes one waiting task, or the next one to wait; a wait gives up after a timeout. (An
 /// AsyncStream cannot serve: cancelling a timed-out read of it ends the stream.)
@@ -13,6 +14,12 @@ final class WakeSignal: Sendable {
     }
 
     private let state = Locked(State())
+    /// The clock timeouts are measured on.
+    private let time: SyncClock
+
+    init(time: SyncClock) {
+        self.time = time
+    }
 
     func signal() {
         let (waiter, timer) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Task<Void, Never>?) in
@@ -49,8 +56,8 @@ final class WakeSignal: Sendable {
                     continuation.resume()
                     return
                 }
-                let timer = Task { [weak self] in
-                    guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                let timer = Task { [weak self, time] in
+                    guard (try? await time.sleep(for: timeout)) != nil else { return }
                     self?.expire(id)
                 }
                 state.withLock { state in

@@ -6,26 +6,27 @@ import ServiceLifecycle
 import SyncProtocol
 import SyncStorage
 
-/// Listens on a dedicated PostgreSQL connection for the notifications every commit sends
-/// (`"<version>:<partition>"` on ``ObjectStore/notificationChannel``) and hands them to the
-/// hub. A lost connection is re-established with backoff; after each (re)connection the hub
-/// reads every feed from its cursor, and the revocations are read again from their table, so
-/// notifications missed meanwhile lose nothing. Revocations (`revoked:…`) go to the
-/// instance's ``RevocationList``.
+/// Listens on a dedicated PostgreSQL connection for the notifications on
+/// ``ObjectStore/notificationChannel``, parses each once (``ChangeNotification``) and hands it
+/// to whom it concerns: commits to the hub, revocations to the instance's ``RevocationList``,
+/// the rest (events recorded or numbered, an instance arriving) to ``notified``. A lost
+/// connection is re-established with backoff; after each (re)connection the hub reads every
+/// feed from its cursor, and the revocations are read again from their table, so
+/// notifications missed meanwhile lose nothing.
 package final class ChangeListener: Service, Sendable {
     let url: DatabaseURL
     let hub: SubscriptionHub
     let logger: Logger
     let readiness: Readiness
-    /// Receives the notifications that do not name a partition (`events`, `seq:<n>`, and
-    /// `instance:<name>` when another instance starts).
-    let signal: @Sendable (String) -> Void
+    /// Receives the notifications that are neither commits nor revocations: events recorded
+    /// or numbered (for the triggers), an instance arriving.
+    let notified: @Sendable (ChangeNotification) -> Void
     let revocations: RevocationList
     let revocationLedger: RevocationLedger
 
     init(
         url: DatabaseURL, hub: SubscriptionHub, readiness: Readiness, revocations: RevocationList, revocationLedger: RevocationLedger,
-        logger: Logger, signal: @escaping @Sendable (String) -> Void
+        logger: Logger, notified: @escaping @Sendable (ChangeNotification) -> Void
     ) {
         self.url = url
         self.hub = hub
@@ -33,7 +34,7 @@ package final class ChangeListener: Service, Sendable {
         self.revocations = revocations
         self.revocationLedger = revocationLedger
         self.logger = logger
-        self.signal = signal
+        self.notified = notified
     }
 
     package func run() async throws {
@@ -69,8 +70,9 @@ package final class ChangeListener: Service, Sendable {
                 revocations.replace(with: try await revocationLedger.live())
                 readiness.listening(true)
                 hub.listenerConnected()
-                signal("events")
-                signal("seq:0")
+                // Commits while the listener was away were not heard: the sequencer looks
+                // now (the trigger runners look at their next poll).
+                notified(.eventsRecorded)
                 for try await notification in notifications {
                     handle(notification.payload)
                 }
@@ -81,20 +83,17 @@ package final class ChangeListener: Service, Sendable {
     }
 
     private func handle(_ payload: String) {
-        if payload == "events" || payload.hasPrefix("seq:") || payload.hasPrefix(InstanceRegistry.arrivalPrefix) {
-            signal(payload)
-            return
-        }
-        if let parsed = Revocation.parse(payload: payload) {
-            revocations.add([parsed.revocation], expires: parsed.expires)
-            return
-        }
-        guard let colon = payload.firstIndex(of: ":"), let version = Int64(payload[..<colon]),
-            let partition = try? Partition(String(payload[payload.index(after: colon)...]))
-        else {
+        guard let notification = ChangeNotification(payload: payload) else {
             logger.warning("ignoring a malformed change notification", metadata: ["payload": "\(payload.prefix(100))"])
             return
         }
-        hub.committed(partition, version: version)
+        switch notification {
+        case .committed(let partition, let version):
+            hub.committed(partition, version: version)
+        case .revoked(let revocation, let expires):
+            revocations.add([revocation], expires: expires)
+        case .eventsRecorded, .sequenced, .instanceArrived:
+            notified(notification)
+        }
     }
 }

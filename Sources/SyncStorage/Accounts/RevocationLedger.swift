@@ -49,7 +49,7 @@ package struct RevocationLedger: Sendable {
                     CASE WHEN r.expires_at IS NULL OR EXCLUDED.expires_at IS NULL THEN NULL
                          ELSE greatest(r.expires_at, EXCLUDED.expires_at) END
                 RETURNING kind, subject, expires_at)
-            SELECT pg_notify(\(ObjectStore.notificationChannel), \(Revocation.payloadPrefix) || kind || ':'
+            SELECT pg_notify(\(ObjectStore.notificationChannel), \(ChangeNotification.revokedPrefix) || kind || ':'
                 || coalesce(ceil(extract(epoch FROM expires_at))::bigint::text, 'never') || ':' || subject)
             FROM written
             """, logger: logger)

@@ -54,7 +54,7 @@ package struct EventLog: Sendable {
             let shape = Shape(kind: ChangeEvent.Kind(rawValue: kind) ?? .object, collection: collection, operation: .init(rawValue: operation))
             pass = Pass(last: last, count: (pass?.count ?? 0) + 1, shapes: (pass?.shapes ?? []).union([shape]))
         }
-        if let pass { store.announce(["seq:\(pass.last)"]) }
+        if let pass { store.announce([ChangeNotification.sequenced(through: pass.last).payload]) }
         return pass
     }
 

@@ -45,7 +45,7 @@ package func withDeadline<Result: Sendable>(
                 do { race.finish(.success(try await operation())) } catch { race.finish(.failure(error)) }
             }
             let timer = timeout.map { timeout in
-                ticker.schedule(at: .now + timeout) {
+                ticker.schedule(after: timeout) {
                     race.finish(.failure(DeadlineError(description, timeout: timeout)))
                 }
             }

@@ -1,9 +1,11 @@
 import Locking
+import SyncProtocol
 
-/// Fires the deadlines of ``withDeadline(_:_:_:)`` from one task that looks every
+/// Fires the deadlines of ``withDeadline(_:_:ticker:_:)`` from one task that looks every
 /// ``resolution`` while any is pending, and stops when none is. Deadlines are coarse (seconds),
-/// so a tenth of a second late is on time; no `Task.sleep` is ever cancelled (a cancelled one
-/// keeps its task's memory until its own deadline).
+/// so a tenth of a second late is on time; no sleep is ever cancelled (a cancelled one keeps
+/// its task's memory until its own deadline). Time is that of the ticker's clock (a test's
+/// `MockClock` for a component whose configuration carries one).
 package final class DeadlineTicker: Sendable {
     package static let shared = DeadlineTicker(resolution: .milliseconds(100))
 
@@ -13,20 +15,26 @@ package final class DeadlineTicker: Sendable {
     }
 
     private struct State {
-        var pending: [UInt64: (deadline: ContinuousClock.Instant, fire: @Sendable () -> Void)] = [:]
+        var pending: [UInt64: (deadline: Duration, fire: @Sendable () -> Void)] = [:]
         var nextID: UInt64 = 0
         var running = false
     }
 
     let resolution: Duration
+    let time: SyncClock
+    /// Deadlines are times on it.
+    private let stopwatch: Stopwatch
     private let state = Locked(State())
 
-    package init(resolution: Duration) {
+    package init(resolution: Duration, time: SyncClock = .system) {
         self.resolution = resolution
+        self.time = time
+        self.stopwatch = Stopwatch(time.clock)
     }
 
-    /// Calls `fire` once `deadline` has passed, unless cancelled first.
-    package func schedule(at deadline: ContinuousClock.Instant, _ fire: @escaping @Sendable () -> Void) -> Entry {
+    /// Calls `fire` once `timeout` has passed, unless cancelled first.
+    package func schedule(after timeout: Duration, _ fire: @escaping @Sendable () -> Void) -> Entry {
+        let deadline = stopwatch.elapsed + timeout
         let (entry, start) = state.withLock { state -> (Entry, Bool) in
             state.nextID += 1
             state.pending[state.nextID] = (deadline, fire)
@@ -50,8 +58,8 @@ package final class DeadlineTicker: Sendable {
     private func run() async {
         while true {
             // Never cancelled: nobody holds this task.
-            try? await Task.sleep(for: resolution)
-            let now = ContinuousClock.now
+            try? await time.sleep(for: resolution)
+            let now = stopwatch.elapsed
             let (due, stop) = state.withLock { state -> ([@Sendable () -> Void], Bool) in
                 var due: [@Sendable () -> Void] = []
                 for (id, entry) in state.pending where entry.deadline <= now {

@@ -255,21 +255,21 @@ extension ObjectStore {
     /// After a commit: tells this process's observers, and queues the announcement for the others.
     func committed(_ transaction: WriteTransaction) {
         let observers = self.observers.withLock { $0 }
-        var payloads: [String]
+        var notifications: [ChangeNotification]
         if observers.isEmpty {
             // Nobody in this process reads the changes (`psync import`): the announcement
             // needs only the partitions' versions, not the changes gathered and sorted per
             // partition (7 % of an import's CPU, its batches touching hundreds of partitions).
-            payloads = Set(transaction.changes.map(\.partition)).map { "\(transaction.versions[$0]!):\($0)" }
+            notifications = Set(transaction.changes.map(\.partition)).map { .committed($0, version: transaction.versions[$0]!) }
         } else {
             let commit = transaction.commit
             guard !commit.partitions.isEmpty || commit.recordedEvents > 0 else { return }
             for observer in observers { observer(commit) }
-            payloads = commit.partitions.map { "\($0.version):\($0.partition)" }
+            notifications = commit.partitions.map { .committed($0.partition, version: $0.version) }
         }
-        guard !payloads.isEmpty || transaction.record.recordedEvents > 0 else { return }
-        if transaction.record.recordedEvents > 0 { payloads.append("events") }
-        announce(payloads)
+        guard !notifications.isEmpty || transaction.record.recordedEvents > 0 else { return }
+        if transaction.record.recordedEvents > 0 { notifications.append(.eventsRecorded) }
+        announce(notifications.map(\.payload))
     }
 }
 

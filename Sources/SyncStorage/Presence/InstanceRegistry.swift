@@ -32,14 +32,11 @@ package struct InstanceRegistry: Sendable {
         return 0
     }
 
-    /// The notification payload a starting instance sends: `instance:<name>`.
-    package static let arrivalPrefix = "instance:"
-
     /// Tells the running instances that this one started: on hearing it they announce their
     /// commits from then on, without waiting for their next heartbeat.
     package func announceArrival() async throws {
         try await store.client.fetch(
-            "SELECT pg_notify(\(ObjectStore.notificationChannel), \(Self.arrivalPrefix + instance))", logger: logger)
+            "SELECT pg_notify(\(ObjectStore.notificationChannel), \(ChangeNotification.instanceArrived(instance).payload))", logger: logger)
     }
 
     /// Removes this instance's row (on shutdown), and rows that expired long ago.

@@ -1,0 +1,109 @@
+import PartitionSync
+import SyncProtocol
+import SyncStorage
+import SyncTesting
+@testable import SyncTriggers
+import Testing
+
+/// The trigger services' time, driven by the test kit's `MockClock`: the watchdog's verdicts,
+/// the periodic loop, the runners' wake-up and the deadline of a step, each in milliseconds.
+@Suite("Trigger time", .timeLimit(.minutes(1)))
+struct TriggerTimeTests {
+    static func configuration(_ clock: MockClock) -> TriggerConfiguration {
+        var configuration = TriggerConfiguration()
+        configuration.time = clock.time
+        return configuration
+    }
+
+    @Test("the watchdog reports a runner that stopped beating as stuck, and a trigger nobody leases as no_lease")
+    func stuckAndLeaseless() {
+        let clock = MockClock()
+        let configuration = Self.configuration(clock)
+        let health = TriggerHealth(names: ["alive", "hung"], configuration: configuration, stopwatch: Stopwatch(clock))
+        health.beat("alive")
+        health.beat("hung")
+        health.observed("alive", lag: 0, leaseHolder: "me")
+        health.observed("hung", lag: 0, leaseHolder: nil)
+        health.checked()
+        #expect(health.isHealthy)
+        // Twice the operation timeout passes; only `alive` beats and the ledger is read again.
+        clock.advance(by: configuration.operationTimeout)
+        health.beat("alive")
+        health.observed("hung", lag: 0, leaseHolder: nil)
+        health.checked()
+        clock.advance(by: configuration.operationTimeout + .seconds(1))
+        let problems = Dictionary(uniqueKeysWithValues: health.reports.map { ($0.name, $0.problems) })
+        #expect(problems["alive"] == [])
+        #expect(problems["hung"] == [.stuck, .noLease])
+        #expect(!health.isHealthy)
+    }
+
+    @Test("the watchdog says unknown once it has not read the ledger for a while, and a lag over the maximum is behind")
+    func unknownAndBehind() {
+        let clock = MockClock()
+        let configuration = Self.configuration(clock)
+        let health = TriggerHealth(names: ["t"], configuration: configuration, stopwatch: Stopwatch(clock))
+        health.beat("t")
+        health.observed("t", lag: configuration.maximumLag + 1, leaseHolder: "me")
+        health.checked()
+        #expect(health.reports.first?.problems == [.behind])
+        clock.advance(by: configuration.operationTimeout + configuration.pollInterval * 3 + .seconds(1))
+        health.beat("t")
+        #expect(health.reports.first?.problems == [.behind, .unknown])
+    }
+
+    @Test("a periodic loop runs at once, then once per interval of the injected clock")
+    func periodic() async {
+        let clock = MockClock()
+        let runs = Calls()
+        let loop = Task {
+            await repeatEvery(.seconds(30), on: clock.time) { _ = runs.next() }
+        }
+        await clock.sleepers(atLeast: 1)
+        #expect(runs.total == 1)
+        for expected in 2...4 {
+            clock.advance(by: .seconds(29))
+            #expect(runs.total == expected - 1)
+            clock.advance(by: .seconds(1))
+            await clock.sleepers(atLeast: 1)
+            #expect(runs.total == expected)
+        }
+        loop.cancel()
+        await loop.value
+    }
+
+    @Test("a runner's wait ends when it is woken, or at its timeout on the injected clock")
+    func wakeSignal() async {
+        let clock = MockClock()
+        let signal = WakeSignal(time: clock.time)
+        // Woken before it waits: the wait returns at once.
+        signal.signal()
+        await signal.wait(timeout: .seconds(3600))
+        let waiting = Task { await signal.wait(timeout: .seconds(1)) }
+        await clock.sleepers(atLeast: 1)
+        clock.advance(by: .seconds(1))
+        await waiting.value
+        let woken = Task { await signal.wait(timeout: .seconds(3600)) }
+        await clock.sleepers(atLeast: 1)
+        signal.signal()
+        await woken.value
+    }
+
+    @Test("a step that never ends is abandoned at the operation timeout of the injected clock")
+    func deadline() async throws {
+        let clock = MockClock()
+        let ticker = DeadlineTicker(resolution: .milliseconds(100), time: clock.time)
+        let step = Task {
+            try await withDeadline(.seconds(60), "a step that hangs", ticker: ticker) {
+                try await clock.sleep(for: .seconds(3600))
+            }
+        }
+        // The step and the ticker wait.
+        await clock.sleepers(atLeast: 2)
+        clock.advance(by: .seconds(59))
+        await clock.sleepers(atLeast: 2)
+        #expect(ticker.pendingCount == 1)
+        clock.advance(by: .seconds(1))
+        await #expect(throws: DeadlineError.self) { try await step.value }
+    }
+}
