@@ -26,7 +26,7 @@ final class InterestWatcher: Service, Sendable {
         let local = Set(triggers.map(\.name))
         var recordingAll = true
         store.recordEvents(.all)
-        await repeatEvery(runtime.configuration.pollInterval, on: runtime.time) {
+        await Periodic(every: runtime.configuration.pollInterval, time: runtime.time).run {
             do {
                 let foreign = try await runtime.bounded("reading the registered triggers") { try await ledger.activeNames() }
                     .filter { !local.contains($0) }.sorted()

@@ -15,7 +15,7 @@ final class TriggerWatchdog: Service, Sendable {
     }
 
     func run() async {
-        await repeatEvery(runtime.configuration.pollInterval, on: runtime.time) {
+        await Periodic(every: runtime.configuration.pollInterval, time: runtime.time).run {
             await check()
         }
     }

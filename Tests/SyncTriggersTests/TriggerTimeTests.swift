@@ -52,26 +52,6 @@ struct TriggerTimeTests {
         #expect(health.reports.first?.problems == [.behind, .unknown])
     }
 
-    @Test("a periodic loop runs at once, then once per interval of the injected clock")
-    func periodic() async {
-        let clock = MockClock()
-        let runs = Calls()
-        let loop = Task {
-            await repeatEvery(.seconds(30), on: clock.time) { _ = runs.next() }
-        }
-        await clock.sleepers(atLeast: 1)
-        #expect(runs.total == 1)
-        for expected in 2...4 {
-            clock.advance(by: .seconds(29))
-            #expect(runs.total == expected - 1)
-            clock.advance(by: .seconds(1))
-            await clock.sleepers(atLeast: 1)
-            #expect(runs.total == expected)
-        }
-        loop.cancel()
-        await loop.value
-    }
-
     @Test("a runner's wait ends when it is woken, or at its timeout on the injected clock")
     func wakeSignal() async {
         let clock = MockClock()
