@@ -50,4 +50,17 @@ extension TestDatabase {
     public func deadLetters() async throws -> [(trigger: String, position: Int64, error: String)] {
         try await TriggerLedger(store: store()).deadLetters().map { ($0.trigger, $0.position, $0.error) }
     }
+
+    /// Whether every recorded event is numbered and every registered trigger is past all of
+    /// them: the triggers have nothing left to do (until the next write). What a test waits for
+    /// before it checks that nothing more happens, instead of sleeping.
+    public func triggersCaughtUp() async throws -> Bool {
+        let rows = try await client.query(
+            """
+            SELECT NOT EXISTS (SELECT 1 FROM psync_events WHERE seq IS NULL)
+               AND NOT EXISTS (SELECT 1 FROM psync_triggers t WHERE t.position < (SELECT coalesce(max(seq), 0) FROM psync_events))
+            """, logger: logger)
+        for try await caughtUp in rows.decode(Bool.self) { return caughtUp }
+        return false
+    }
 }

@@ -52,13 +52,7 @@ struct AuthTests {
     func expiredToken() async throws {
         let clock = MockClock()
         try await TestDatabase.with { db in
-            try await TestServer.with(
-                database: db.url,
-                configure: {
-                    $0.auth.accessTokenLifetime = .seconds(60)
-                    $0.time = clock.time
-                }
-            ) { server in
+            try await TestServer.with(database: db.url, configure: onMockTime(clock, tokenLifetime: .seconds(60))) { server in
                 let tokens = try await server.register("ann@example.com")
                 let path = "/v1/partitions/user%3D\(tokens.userID)/changes"
                 clock.advance(by: .seconds(59))

@@ -7,6 +7,14 @@ import SyncTesting
 func key(_ collection: String, _ id: String) -> ObjectKey { try! ObjectKey(collection: collection, id: id) }
 func partition(_ text: String) -> Partition { try! Partition(text) }
 
+/// A server whose time is `clock`'s, with access tokens living `tokenLifetime` of it.
+func onMockTime(_ clock: MockClock, tokenLifetime: Duration) -> @Sendable (inout ServerConfiguration) -> Void {
+    { configuration in
+        configuration.auth.accessTokenLifetime = tokenLifetime
+        configuration.time = clock.time
+    }
+}
+
 /// A small rule set for the permission tests, shaped like RChat's:
 /// - `user=<id>`: its owner only;
 /// - `room=<id>`: users whose own `Profile/<userId>` in `user=<userId>` lists the room in `rooms`;

@@ -268,13 +268,7 @@ struct ProtocolTests {
         // are checked at 61 s, when only the old one has expired.
         let clock = MockClock()
         try await TestDatabase.with { db in
-            try await TestServer.with(
-                database: db.url,
-                configure: {
-                    $0.auth.accessTokenLifetime = .seconds(60)
-                    $0.time = clock.time
-                }
-            ) { server in
+            try await TestServer.with(database: db.url, configure: onMockTime(clock, tokenLifetime: .seconds(60))) { server in
                 let alice = try await server.register("alice@example.com")
                 let lapsed = try await server.connect(token: alice.accessToken)
                 _ = try await lapsed.next()

@@ -1,3 +1,4 @@
+import Foundation
 import Locking
 import PartitionSync
 import PostgresNIO
@@ -104,7 +105,8 @@ struct TriggerTests {
             try await TriggerHarness.running([service]) {
                 try await store.upload(Upload(partition: room, operations: [.put(key("Message", "m"), body: [:])], principal: "u"))
                 #expect(try await TriggerHarness.eventually { try await tallyBody(store)?["messages"] == 1 })
-                try await Task.sleep(for: .milliseconds(300))
+                // Caught up: no attempt is left to come.
+                #expect(try await TriggerHarness.eventually { try await db.triggersCaughtUp() })
                 #expect(calls.total == 3)
                 #expect(try await tallyBody(store)?["messages"] == 1)
                 #expect(try await TriggerLedger(store: store).deadLetters().isEmpty)
@@ -188,7 +190,8 @@ struct TriggerTests {
                 #expect(try await TriggerHarness.eventually { try await !TriggerLedger(store: store).deadLetters().isEmpty })
                 let letter = try #require(try await TriggerLedger(store: store).deadLetters().first)
                 #expect(letter.error.hasPrefix("trigger_depth_exceeded"))
-                try await Task.sleep(for: .milliseconds(300))
+                // Caught up: no hop is left to come.
+                #expect(try await TriggerHarness.eventually { try await db.triggersCaughtUp() })
                 #expect(try await store.body(of: key("Ping", "p"))?["hops"] == 5)
             }
         }
@@ -228,14 +231,17 @@ struct TriggerTests {
             try await TriggerLedger(store: store).register("count")
             // An instance that took the lease and died without releasing it.
             #expect(try await TriggerLedger(store: store).acquireLease("count", holder: "dead", duration: .seconds(2)) != nil)
-            let clock = ContinuousClock()
-            let started = clock.now
+            let dead = try #require(try await TriggerLedger(store: store).statuses().first?.leaseExpires)
             let service = TriggerHarness.service(store, [counting()], instance: "survivor")
             try await TriggerHarness.running([service]) {
                 try await store.upload(Upload(partition: room, operations: [.put(key("Message", "m"), body: [:])], principal: "u"))
                 #expect(try await TriggerHarness.eventually { try await tallyBody(store)?["messages"] == 1 })
-                let waited = clock.now - started
-                #expect(waited > .seconds(1), "took the lease before it expired")
+                // The survivor's write came after the dead lease's expiry, both by the database's clock.
+                let rows = try await db.client.query(
+                    "SELECT created_at FROM psync_objects WHERE collection = 'Tally' AND id = 't'", logger: db.logger)
+                var handled: Date?
+                for try await at in rows.decode(Date?.self) { handled = at }
+                #expect(try #require(handled) >= dead, "took the lease before it expired")
                 #expect(try await TriggerLedger(store: store).statuses().first?.leaseHolder == "survivor")
             }
         }
