@@ -1,4 +1,5 @@
 import PartitionSync
+import PostgresNIO
 import SyncStorage
 
 /// What an application's tests read and write in their database directly, beside what their
