@@ -24,8 +24,8 @@ public struct SyncClock: Sendable {
     public init<C: Clock<Duration>>(clock: C, now: @escaping @Sendable () -> Date) {
         self.clock = clock
         self.now = now
-        let start = clock.now
-        self.uptime = { start.duration(to: clock.now) }
+        let stopwatch = Stopwatch(clock)
+        self.uptime = { stopwatch.elapsed }
     }
 
     /// The system's continuous clock and wall time.

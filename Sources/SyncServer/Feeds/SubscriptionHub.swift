@@ -137,10 +137,11 @@ package final class SubscriptionHub: Service, Sendable {
         }
         for changes in commit.partitions {
             let (partition, version) = (changes.partition, changes.version)
-            let (fetch, watchers, deliver) = state.withLock { state -> (Bool, [any FeedSubscriber], Bool) in
+            let (fetch, watchers, deliver, created) = state.withLock { state -> (Bool, [any FeedSubscriber], Bool, [(ObjectChange, [any FeedSubscriber])]) in
                 let watchers = Self.changedInput(partition, version: version, polled: false, in: &state)
+                let created = Self.createdAbsentObjects(changes.changes, in: state)
                 guard var feed = state.feeds[partition], !feed.fetching, feed.position == FeedPosition(version: version - 1) else {
-                    return (Self.startFetch(partition, version: version, in: &state), watchers, false)
+                    return (Self.startFetch(partition, version: version, in: &state), watchers, false, created)
                 }
                 let end = FeedPosition(version: version)
                 let page = EncodedChangeBatch(
@@ -154,18 +155,11 @@ package final class SubscriptionHub: Service, Sendable {
                 feed.cursor = page.cursor
                 feed.position = end
                 state.feeds[partition] = feed
-                return (false, watchers, deliver)
+                return (false, watchers, deliver, created)
             }
             if fetch { eventSink.yield(.fetch(partition)) }
             if deliver { drain(partition) }
             for watcher in watchers { watcher.permissionInputChanged(.partition(partition), changes: changes.changes) }
-            let created = state.withLock { state -> [(ObjectChange, [any FeedSubscriber])] in
-                guard !state.absentWatchers.isEmpty else { return [] }
-                return changes.changes.compactMap { change in
-                    guard change.after.body != nil, let entries = state.absentWatchers[change.key] else { return nil }
-                    return (change, entries.values.compactMap(\.subscriber))
-                }
-            }
             for (change, watchers) in created {
                 for watcher in watchers { watcher.permissionInputChanged(.absentObject(change.key), changes: [change]) }
             }
@@ -180,6 +174,16 @@ package final class SubscriptionHub: Service, Sendable {
         state.inputVersions[partition] = max(version, known ?? version)
         guard known.map({ version > $0 }) ?? !polled else { return [] }
         return entries.values.compactMap(\.subscriber)
+    }
+
+    /// The changes that create an object a permission decision found absent, each with the
+    /// subscribers whose decisions depend on it.
+    private static func createdAbsentObjects(_ changes: [ObjectChange], in state: State) -> [(ObjectChange, [any FeedSubscriber])] {
+        guard !state.absentWatchers.isEmpty else { return [] }
+        return changes.compactMap { change in
+            guard change.after.body != nil, let entries = state.absentWatchers[change.key] else { return nil }
+            return (change, entries.values.compactMap(\.subscriber))
+        }
     }
 
     /// Marks a feed behind `version` to read; whether a read must start (none is running).
