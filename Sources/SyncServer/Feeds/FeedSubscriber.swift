@@ -32,9 +32,10 @@ struct FeedPosition: Sendable, Hashable, Comparable {
 /// The hub never calls a subscriber under its lock (it collects what to hand over under it and
 /// calls after); a call must still not block: it runs on the committing or reading task.
 protocol FeedSubscriber: AnyObject, Sendable {
-    /// Queues a page for a live subscription; `false` when the subscription is no longer live
-    /// there (ended, or its queue overflowed and it will catch up on its own).
-    func deliver(partition: Partition, generation: Int, cursor: Cursor, bytes: ByteBuffer, objectCount: Int) -> Bool
+    /// Queues a page for a live subscription, which ends at `end`; `false` when the
+    /// subscription is no longer live there (ended, or its queue overflowed and it will catch
+    /// up on its own).
+    func deliver(partition: Partition, generation: Int, cursor: Cursor, end: FeedPosition, bytes: ByteBuffer, objectCount: Int) -> Bool
     /// The partition's live feed cannot continue (its cursor was reset): catch up alone.
     func resync(partition: Partition, generation: Int)
     /// Something a permission decision of this session depends on has changed (a partition

@@ -487,7 +487,7 @@ package final class SubscriptionHub: Service, Sendable {
                 continue
             }
             let accepted = member.subscriber.deliver(
-                partition: partition, generation: member.generation, cursor: delivery.page.cursor, bytes: message.bytes,
+                partition: partition, generation: member.generation, cursor: delivery.page.cursor, end: delivery.end, bytes: message.bytes,
                 objectCount: message.count)
             if accepted { metrics.pushed(message.count) }
             outcomes.append((id, member.generation, accepted))

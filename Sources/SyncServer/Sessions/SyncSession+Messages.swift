@@ -126,7 +126,7 @@ extension SyncSession {
             let generation = state.nextGeneration
             state.nextGeneration += 1
             state.subscriptions[partition] = Subscription(
-                generation: generation, mode: .catchingUp, delivered: cursor, pending: old?.pending ?? 0, inputs: inputs,
+                generation: generation, mode: .catchingUp, delivered: cursor, inputs: inputs,
                 countsTotal: progress && !state.counted.contains(partition))
             // A permission input that changed while the check ran is checked again.
             if state.inputChanges != changesBefore { state.recheck.formUnion(inputs) }
@@ -164,7 +164,7 @@ extension SyncSession {
             let inputs = Array(state.inputUses.keys)
             state.subscriptions.removeAll()
             state.inputUses.removeAll()
-            state.queue.removeAll()
+            state.outbox.end()
             return (all, inputs)
         }
         for partition in removed {

@@ -114,9 +114,9 @@ extension SyncSession {
                 switch item {
                 case .reply(let text):
                     try await outbound.writeTextMessage(text)
-                case .changes(let partition, let generation, let cursor, let bytes):
-                    try await writeText(bytes, to: outbound)
-                    pageWritten(partition, generation: generation, cursor: cursor)
+                case .page(let page):
+                    defer { pageWritten(page) }
+                    try await writeText(page.bytes, to: outbound)
                 case .close(let code, let reason):
                     try? await outbound.close(code, reason: reason)
                     return false
@@ -195,10 +195,11 @@ extension SyncSession {
     private func catchUp() async {
         while !Task.isCancelled {
             let next = state.withLock { state -> (Partition, Int, Cursor?, Bool)? in
-                guard !state.closing, state.queuedChangeBytes < services.configuration.outboxLimitBytes / 2 else { return nil }
-                guard let (partition, subscription) = state.subscriptions.first(where: { _, subscription in
-                    subscription.mode == .catchingUp && !subscription.fetching && subscription.pending < 4
-                        && (subscription.pending == 0 || subscription.queued != nil)
+                guard !state.closing, state.outbox.pageBytes < services.configuration.outboxLimitBytes / 2 else { return nil }
+                guard let (partition, subscription) = state.subscriptions.first(where: { partition, subscription in
+                    let pending = state.outbox.pendingPages(partition, generation: subscription.generation)
+                    return subscription.mode == .catchingUp && !subscription.fetching && pending < 4
+                        && (pending == 0 || subscription.queued != nil)
                 }) else { return nil }
                 state.subscriptions[partition]?.fetching = true
                 state.subscriptions[partition]?.countsTotal = false
@@ -233,20 +234,24 @@ extension SyncSession {
                 end(partition, code: failure.code)
                 return
             }
-            let bytes = page.messageBuffer()
-            let queued = state.withLock { state -> Bool in
+            guard let position = CursorPosition(page.cursor) else {
+                state.withLock { $0.subscriptions[partition]?.fetching = false }
+                end(partition, code: .internal)
+                return
+            }
+            let reached = FeedPosition(version: position.version, after: position.after)
+            let queued = SessionOutbox.Page(partition: partition, generation: generation, cursor: page.cursor, end: reached, bytes: page.messageBuffer())
+            let isQueued = state.withLock { state -> Bool in
                 guard let subscription = state.subscriptions[partition], subscription.generation == generation else { return false }
                 state.subscriptions[partition]?.fetching = false
-                return enqueuePage(partition, generation: generation, cursor: page.cursor, bytes: bytes, into: &state)
+                return enqueuePage(queued, into: &state)
             }
-            guard queued else { continue }
+            guard isQueued else { continue }
             signalWriter()
             services.metrics.pushed(page.objectCount)
             // Up to date: live from here, if the feed is not ahead of it (then it reads on).
-            if page.upToDate, let position = CursorPosition(page.cursor), becomeLive(partition: partition, generation: generation) {
-                let result = services.hub.join(
-                    self, partition: partition, generation: generation, cursor: page.cursor,
-                    position: FeedPosition(version: position.version, after: position.after))
+            if page.upToDate, becomeLive(partition: partition, generation: generation) {
+                let result = services.hub.join(self, partition: partition, generation: generation, cursor: page.cursor, position: reached)
                 if case .behind = result { fellBehind(partition: partition, generation: generation) }
             }
         }

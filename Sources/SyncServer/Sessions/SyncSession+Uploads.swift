@@ -58,7 +58,7 @@ extension SyncSession {
             await apply(batch)
             let closeNow = state.withLock { state -> Bool in
                 state.uploading = false
-                state.uploadingTo = nil
+                state.outbox.heldBack = nil
                 return state.shuttingDown
             }
             signalWriter()
@@ -85,7 +85,7 @@ extension SyncSession {
                 operations += next.operations.count
             }
             state.uploading = true
-            state.uploadingTo = first.partition
+            state.outbox.heldBack = first.partition
             defer { state.uploadRoom = nil }
             return (batch, state.uploadRoom)
         }

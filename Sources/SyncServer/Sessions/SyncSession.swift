@@ -37,8 +37,6 @@ final class SyncSession: FeedSubscriber, Sendable {
         var mode: Mode
         /// The cursor of the last page written to the socket (or the one the client subscribed with).
         var delivered: Cursor?
-        /// Pages of this subscription queued or being written.
-        var pending: Int = 0
         /// The cursor of the last catch-up page queued, while it is not written yet: the next
         /// catch-up read continues from it.
         var queued: Cursor?
@@ -58,13 +56,6 @@ final class SyncSession: FeedSubscriber, Sendable {
         var operations: [SyncOperation]
     }
 
-    enum Item {
-        case reply(String)
-        /// A page, as the bytes of its `changes` message (shared by every session it goes to).
-        case changes(Partition, generation: Int, cursor: Cursor, bytes: ByteBuffer)
-        case close(WebSocketErrorCode, String)
-    }
-
     struct State {
         /// When the session began (``SyncClock/uptime``): an unauthenticated one must
         /// authenticate within the auth timeout.
@@ -81,9 +72,8 @@ final class SyncSession: FeedSubscriber, Sendable {
         /// every time.
         var counted: Set<Partition> = []
         var nextGeneration = 1
-        var queue: Deque<Item> = []
-        var queuedChangeBytes = 0
-        var queuedReplies = 0
+        /// What is to be sent, and the pages each subscription has queued or in the writer.
+        var outbox: SessionOutbox
         var closing = false
         /// Permission inputs that changed: the decisions depending on them are checked again.
         var recheck: Set<PermissionInput> = []
@@ -93,11 +83,9 @@ final class SyncSession: FeedSubscriber, Sendable {
         /// one of its inputs changes.
         var writeDecisions: [Partition: PermissionDecision] = [:]
         var shuttingDown = false
-        /// A batch of uploads is being applied.
+        /// A batch of uploads is being applied (the outbox holds back the pages of its
+        /// partition until the batch is answered, so the answers arrive first).
         var uploading = false
-        /// The partition of the batch being applied: the writer holds back its pages until
-        /// the batch is answered, so the answers arrive first.
-        var uploadingTo: Partition?
         /// Uploads received and not yet applied, in order.
         var uploads: Deque<QueuedUpload> = []
         /// The reader, waiting for room in a full upload queue: resumed when the worker takes
@@ -148,7 +136,9 @@ final class SyncSession: FeedSubscriber, Sendable {
         self.countsInPresence = countsInPresence
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
         let opened = services.time.uptime()
-        var state = State(opened: opened, lastActivity: opened)
+        let outbox = SessionOutbox(
+            byteLimit: services.configuration.outboxLimitBytes, replyLimit: services.configuration.outboxLimitReplies)
+        var state = State(opened: opened, lastActivity: opened, outbox: outbox)
         if let credential { state.grant(credential, configuration: services.configuration, now: services.time.now()) }
         self.state = Locked(state)
     }
@@ -202,34 +192,21 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     /// Queues a reply; a client that lets too many replies pile up is closed.
     ///
-    /// With `ahead`, the reply goes before the queued pages of that partition at or after that
+    /// With `ahead`, the reply goes before the queued pages of that partition that reach that
     /// version: an upload's answer, since its commit reaches this instance's subscribers (this
     /// session among them) before the uploader can answer, and a client hears of its upload's
     /// outcome before it sees the upload's effects.
     func send(_ message: ServerMessage, ahead: (partition: Partition, version: Int64)? = nil) {
         if case .error(let error, _) = message { services.metrics.countError(error.code.rawValue) }
         let text = message.json.jsonString
-        let overflow = state.withLock { state -> Bool in
-            guard !state.closing else { return false }
-            if state.queuedReplies >= services.configuration.outboxLimitReplies { return true }
-            let position = ahead.flatMap { ahead in
-                state.queue.firstIndex { item in
-                    guard case .changes(let partition, _, let cursor, _) = item, partition == ahead.partition else { return false }
-                    return (CursorPosition(cursor)?.version ?? 0) >= ahead.version
-                }
-            }
-            if let position {
-                state.queue.insert(.reply(text), at: position)
-            } else {
-                state.queue.append(.reply(text))
-            }
-            state.queuedReplies += 1
-            return false
+        let outcome = state.withLock { state -> SessionOutbox.ReplyOutcome in
+            guard !state.closing else { return .closed }
+            return state.outbox.queueReply(text, ahead: ahead)
         }
-        if overflow {
-            close(.unknown(4002), "the client does not read its messages")
-        } else {
-            signalWriter()
+        switch outcome {
+        case .queued: signalWriter()
+        case .overflow: close(.unknown(4002), "the client does not read its messages")
+        case .closed: break
         }
     }
 
@@ -238,7 +215,7 @@ final class SyncSession: FeedSubscriber, Sendable {
         let (queued, reader) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
             guard !state.closing else { return (false, nil) }
             state.closing = true
-            state.queue.append(.close(code, reason))
+            _ = state.outbox.queueClose(code, reason)
             defer { state.uploadRoom = nil }
             return (true, state.uploadRoom)
         }
@@ -248,56 +225,35 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     /// Queues a page of a subscription, or reports that the queue is over its byte limit.
     /// Called with the state locked.
-    func enqueuePage(_ partition: Partition, generation: Int, cursor: Cursor, bytes: ByteBuffer, into state: inout State) -> Bool {
-        guard !state.closing else { return false }
-        let limit = services.configuration.outboxLimitBytes
-        // An empty queue always takes one page, however large, so progress is always possible.
-        if state.queuedChangeBytes > 0, state.queuedChangeBytes + bytes.readableBytes > limit { return false }
-        state.queue.append(.changes(partition, generation: generation, cursor: cursor, bytes: bytes))
-        state.queuedChangeBytes += bytes.readableBytes
-        services.metrics.observeQueue(bytes: state.queuedChangeBytes)
-        state.subscriptions[partition]?.pending += 1
-        if state.subscriptions[partition]?.mode == .catchingUp { state.subscriptions[partition]?.queued = cursor }
+    func enqueuePage(_ page: SessionOutbox.Page, into state: inout State) -> Bool {
+        guard !state.closing, state.outbox.queuePage(page) else { return false }
+        services.metrics.observeQueue(bytes: state.outbox.pageBytes)
+        if state.subscriptions[page.partition]?.mode == .catchingUp { state.subscriptions[page.partition]?.queued = page.cursor }
         return true
     }
 
     /// Removes the queued pages of a subscription. Called with the state locked.
     func dropQueuedPages(of partition: Partition, from state: inout State) {
-        var dropped = 0
-        state.queue.removeAll { item in
-            guard case .changes(let target, _, _, let bytes) = item, target == partition else { return false }
-            state.queuedChangeBytes -= bytes.readableBytes
-            dropped += 1
-            return true
-        }
-        state.subscriptions[partition]?.pending -= dropped
+        state.outbox.dropPages(of: partition)
         state.subscriptions[partition]?.queued = nil
     }
 
-    /// The next item for the writer, accounting for it; `nil` also while the next is a page of
-    /// the partition an upload is being applied to (the uploader wakes the writer when done).
-    func takeNextItem() -> Item? {
-        state.withLock { state in
-            if case .changes(let partition, _, _, _)? = state.queue.first, partition == state.uploadingTo { return nil }
-            guard let item = state.queue.popFirst() else { return nil }
-            switch item {
-            case .reply: state.queuedReplies -= 1
-            case .changes(_, _, _, let bytes): state.queuedChangeBytes -= bytes.readableBytes
-            case .close: break
-            }
-            return item
-        }
+    /// The next item for the writer; `nil` also while the next is a page of the partition an
+    /// upload is being applied to (the uploader wakes the writer when done).
+    func takeNextItem() -> SessionOutbox.Item? {
+        state.withLock { $0.outbox.next() }
     }
 
-    /// Records that a page was written to the socket.
-    func pageWritten(_ partition: Partition, generation: Int, cursor: Cursor) {
+    /// Records that a page was written to the socket (or that its write failed: the session
+    /// then ends).
+    func pageWritten(_ page: SessionOutbox.Page) {
         let wake = state.withLock { state -> Bool in
-            guard var subscription = state.subscriptions[partition], subscription.generation == generation else { return false }
-            subscription.pending -= 1
-            subscription.delivered = cursor
-            if subscription.queued == cursor { subscription.queued = nil }
-            state.subscriptions[partition] = subscription
-            return subscription.mode == .catchingUp || state.queuedChangeBytes < services.configuration.outboxLimitBytes / 2
+            state.outbox.written(page)
+            guard var subscription = state.subscriptions[page.partition], subscription.generation == page.generation else { return false }
+            subscription.delivered = page.cursor
+            if subscription.queued == page.cursor { subscription.queued = nil }
+            state.subscriptions[page.partition] = subscription
+            return subscription.mode == .catchingUp || state.outbox.pageBytes < services.configuration.outboxLimitBytes / 2
         }
         if wake { requestWork() }
     }
@@ -332,12 +288,13 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     // MARK: FeedSubscriber (called by the hub, never under its lock)
 
-    func deliver(partition: Partition, generation: Int, cursor: Cursor, bytes: ByteBuffer, objectCount: Int) -> Bool {
+    func deliver(partition: Partition, generation: Int, cursor: Cursor, end: FeedPosition, bytes: ByteBuffer, objectCount: Int) -> Bool {
+        let page = SessionOutbox.Page(partition: partition, generation: generation, cursor: cursor, end: end, bytes: bytes)
         let result = state.withLock { state -> (accepted: Bool, overflow: Bool) in
             guard let subscription = state.subscriptions[partition], subscription.generation == generation,
                 subscription.mode == .live
             else { return (false, false) }
-            if enqueuePage(partition, generation: generation, cursor: cursor, bytes: bytes, into: &state) {
+            if enqueuePage(page, into: &state) {
                 return (true, false)
             }
             // Too much queued: this subscription stops following live and later catches up

@@ -1,0 +1,136 @@
+import NIOCore
+import NIOWebSocket
+import PartitionSync
+import SyncProtocol
+import Testing
+
+@testable import SyncServer
+
+/// The session's output as a value, without a socket or a database.
+@Suite("Session outbox")
+struct SessionOutboxTests {
+    let wiki = partition("wiki=w1")
+    let user = partition("user=u1")
+
+    func page(_ partition: Partition, generation: Int, version: Int64, bytes: Int = 10) -> SessionOutbox.Page {
+        SessionOutbox.Page(
+            partition: partition, generation: generation, cursor: Cursor(rawValue: "c\(version)"), end: FeedPosition(version: version),
+            bytes: ByteBuffer(repeating: UInt8(ascii: "x"), count: bytes))
+    }
+
+    @Test("a subscription started again while its page is queued begins with no page pending (the count carried over never went down, and the new subscription never read again)")
+    func resubscribeWhileQueued() {
+        let outbox = Outbox(byteLimit: 1_000, replyLimit: 10)
+        #expect(outbox.queuePage(page(wiki, generation: 2, version: 6)))
+        #expect(outbox.pendingPages(wiki, generation: 2) == 1)
+        // The client subscribes again: the queued page goes, and the new generation owes nothing.
+        #expect(outbox.dropPages(of: wiki) == 1)
+        #expect(outbox.pendingPages(wiki, generation: 2) == 0)
+        #expect(outbox.pendingPages(wiki, generation: 4) == 0)
+        #expect(outbox.pageBytes == 0)
+        #expect(outbox.next() == nil)
+    }
+
+    @Test("a page of a former generation in the writer stays pending for that generation only, and is released once written")
+    func resubscribeWhileWriting() throws {
+        let outbox = Outbox(byteLimit: 1_000, replyLimit: 10)
+        #expect(outbox.queuePage(page(wiki, generation: 2, version: 6)))
+        guard case .page(let writing)? = outbox.next() else { Issue.record("no page to write"); return }
+        #expect(outbox.dropPages(of: wiki) == 0)
+        #expect(outbox.queuePage(page(wiki, generation: 4, version: 6)))
+        #expect(outbox.pendingPages(wiki, generation: 2) == 1)
+        #expect(outbox.pendingPages(wiki, generation: 4) == 1)
+        outbox.written(writing)
+        #expect(outbox.pendingPages(wiki, generation: 2) == 0)
+        #expect(outbox.pendingPages(wiki, generation: 4) == 1)
+    }
+
+    @Test("an upload's answer goes before the queued pages of its partition that reach its commit, after the others")
+    func answerAhead() {
+        let outbox = Outbox(byteLimit: 1_000, replyLimit: 10)
+        #expect(outbox.queuePage(page(wiki, generation: 1, version: 5)))
+        #expect(outbox.queuePage(page(user, generation: 1, version: 9)))
+        #expect(outbox.queuePage(page(wiki, generation: 1, version: 7)))
+        #expect(outbox.queueReply("ack", ahead: (wiki, 7)) == .queued)
+        #expect(outbox.queueReply("later") == .queued)
+        let order = drained(outbox)
+        #expect(order == ["wiki@5", "user@9", "ack", "wiki@7", "later"])
+    }
+
+    @Test("pages are bounded in bytes, but an empty queue takes a page of any size")
+    func byteLimit() {
+        let outbox = Outbox(byteLimit: 100, replyLimit: 10)
+        #expect(outbox.queuePage(page(wiki, generation: 1, version: 1, bytes: 500)))
+        #expect(!outbox.queuePage(page(wiki, generation: 1, version: 2, bytes: 1)))
+        _ = outbox.next()
+        #expect(outbox.queuePage(page(wiki, generation: 1, version: 2, bytes: 60)))
+        #expect(outbox.queuePage(page(wiki, generation: 1, version: 3, bytes: 40)))
+        #expect(!outbox.queuePage(page(wiki, generation: 1, version: 4, bytes: 1)))
+        #expect(outbox.pageBytes == 100)
+    }
+
+    @Test("replies are bounded, and nothing is queued after the close frame")
+    func repliesAndClose() {
+        let outbox = Outbox(byteLimit: 100, replyLimit: 2)
+        #expect(outbox.queueReply("a") == .queued)
+        #expect(outbox.queueReply("b") == .queued)
+        #expect(outbox.queueReply("c") == .overflow)
+        #expect(outbox.queueClose(.goingAway, "bye"))
+        #expect(!outbox.queueClose(.goingAway, "again"))
+        #expect(outbox.queueReply("d") == .closed)
+        #expect(!outbox.queuePage(page(wiki, generation: 1, version: 1)))
+        #expect(drained(outbox) == ["a", "b", "close"])
+    }
+
+    @Test("the pages of a partition being uploaded to wait until the upload is answered; other items pass only up to them")
+    func heldBack() {
+        let outbox = Outbox(byteLimit: 1_000, replyLimit: 10)
+        outbox.heldBack = wiki
+        #expect(outbox.queuePage(page(wiki, generation: 1, version: 3)))
+        #expect(outbox.queueReply("ack", ahead: (wiki, 3)) == .queued)
+        #expect(drained(outbox) == ["ack"])
+        #expect(outbox.queuePage(page(wiki, generation: 1, version: 4)))
+        #expect(outbox.next() == nil)
+        outbox.heldBack = nil
+        #expect(drained(outbox) == ["wiki@3", "wiki@4"])
+    }
+
+    /// Takes every item the writer may take now, as short names.
+    func drained(_ outbox: Outbox) -> [String] {
+        var names: [String] = []
+        while let item = outbox.next() {
+            switch item {
+            case .reply(let text): names.append(text)
+            case .page(let page):
+                names.append("\(page.partition == wiki ? "wiki" : "user")@\(page.end.version)")
+                outbox.written(page)
+            case .close: names.append("close")
+            }
+        }
+        return names
+    }
+}
+
+/// The outbox under test behind a reference, so `#expect` can call what changes it.
+final class Outbox {
+    private var value: SessionOutbox
+
+    init(byteLimit: Int, replyLimit: Int) {
+        value = SessionOutbox(byteLimit: byteLimit, replyLimit: replyLimit)
+    }
+
+    var pageBytes: Int { value.pageBytes }
+    var heldBack: Partition? {
+        get { value.heldBack }
+        set { value.heldBack = newValue }
+    }
+    func pendingPages(_ partition: Partition, generation: Int) -> Int { value.pendingPages(partition, generation: generation) }
+    func queuePage(_ page: SessionOutbox.Page) -> Bool { value.queuePage(page) }
+    func queueReply(_ text: String, ahead: (partition: Partition, version: Int64)? = nil) -> SessionOutbox.ReplyOutcome {
+        value.queueReply(text, ahead: ahead)
+    }
+    func queueClose(_ code: WebSocketErrorCode, _ reason: String) -> Bool { value.queueClose(code, reason) }
+    func dropPages(of partition: Partition) -> Int { value.dropPages(of: partition) }
+    func next() -> SessionOutbox.Item? { value.next() }
+    func written(_ page: SessionOutbox.Page) { value.written(page) }
+}
