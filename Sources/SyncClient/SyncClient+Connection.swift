@@ -204,6 +204,7 @@ extension SyncClient {
             emit(.error(error, partition: partition))
         case .unsubscribed(let partition, let code):
             storing("closing \(partition)") { _ = try store.setOpen(partition, false) }
+            subscribed.remove(partition)
             upToDate.remove(partition)
             progress[partition] = nil
             publish(partition)
@@ -215,7 +216,9 @@ extension SyncClient {
 
     private func subscribeOpenPartitions() {
         subscriptionsWaitFor = nil
-        for (partition, cursor) in storing("reading the open partitions", or: [], { try store.openPartitions() }) {
+        for (partition, cursor) in storing("reading the open partitions", or: [], { try store.openPartitions() })
+        where !subscribed.contains(partition) {
+            subscribed.insert(partition)
             outgoing?.yield(.subscribe(partition: partition, cursor: cursor, progress: true))
         }
     }

@@ -26,6 +26,7 @@ extension SyncClient {
             let (changed, closed) = try store.purgeLocallyExpired()
             for partition in closed {
                 upToDate.remove(partition)
+                subscribed.remove(partition)
                 outgoing?.yield(.unsubscribe(partition: partition))
             }
             for partition in changed { publish(partition) }

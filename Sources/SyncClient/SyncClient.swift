@@ -25,6 +25,9 @@ public actor SyncClient {
     var status: ConnectionStatus = .offline
     var outgoing: AsyncStream<ClientMessage>.Continuation?
     var upToDate: Set<Partition> = []
+    /// The partitions the current connection has subscribed to: opening one again does not
+    /// subscribe again (the server would start its catch-up over).
+    var subscribed: Set<Partition> = []
     /// The snapshots and catch-ups under way whose first page said how large they are.
     var progress: [Partition: SyncProgress] = [:]
     var observers: [Partition: [UUID: AsyncStream<PartitionSnapshot>.Continuation]] = [:]
@@ -75,7 +78,8 @@ public actor SyncClient {
     /// Opens a partition: it is kept in the store and followed live while connected.
     public func open(_ partition: Partition) throws -> PartitionHandle {
         let cursor = try store.setOpen(partition, true)
-        if status == .online, subscriptionsWaitFor == nil {
+        if status == .online, subscriptionsWaitFor == nil, !subscribed.contains(partition) {
+            subscribed.insert(partition)
             outgoing?.yield(.subscribe(partition: partition, cursor: cursor, progress: true))
         }
         return PartitionHandle(client: self, partition: partition)
@@ -85,6 +89,7 @@ public actor SyncClient {
     /// and updated from its cursor).
     public func close(_ partition: Partition) throws {
         try store.setOpen(partition, false)
+        subscribed.remove(partition)
         upToDate.remove(partition)
         progress[partition] = nil
         outgoing?.yield(.unsubscribe(partition: partition))
@@ -221,6 +226,7 @@ public actor SyncClient {
         status = new
         emit(.status(new))
         if new != .online {
+            subscribed.removeAll()
             let partitions = upToDate
             upToDate.removeAll()
             progress.removeAll()

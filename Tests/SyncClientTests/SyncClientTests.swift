@@ -38,6 +38,22 @@ struct SyncClientTests {
         }
     }
 
+    @Test("opening an open partition again does not subscribe again: the server does not start its catch-up over")
+    func openTwice() async throws {
+        try await ClientHarness.withAnn { db, client, userID in
+            let mine = try await client.open(partition("user=\(userID)"))
+            #expect(await client.waitUntilUpToDate(mine.partition, timeout: .seconds(10)))
+            _ = try await client.open(mine.partition)
+            _ = try await client.open(mine.partition)
+            // A change from elsewhere arrives live, after anything the opens caused.
+            try await db.store().upload(Upload(partition: mine.partition, operations: [.put(key("Note", "later"), body: [:])], principal: userID))
+            #expect(try await TestTriggers.eventually { try await client.objects(in: mine.partition).contains { $0.key == key("Note", "later") } })
+            // One catch-up page (the first open's) and the change: no page of a catch-up begun again.
+            let pages = await client.receivedBatches().filter { $0.partition == mine.partition }
+            #expect(pages.count == 2, "\(pages)")
+        }
+    }
+
     @Test("a write whose upload the server could never take is refused at once, never queued")
     func oversizedWrite() async throws {
         try await ClientHarness.withAnn { _, client, userID in
