@@ -39,15 +39,18 @@ extension SyncSession {
                     self.eventSink.yield(.ended(nil))
                 }
             }
-            // This task writes what is queued and starts the worker when there is work; the
-            // session ends when the client's input ends, or a close frame (or a failed write)
-            // ends the output.
+            // This task starts the writer when there is something to send and the worker when
+            // there is work, and never waits on the socket itself: a client that does not read
+            // holds up the writer only, while its uploads, permission checks and catch-ups go
+            // on. The session ends when the client's input ends, or a close frame (or a failed
+            // write) ends the output.
             var failure: (any Error)?
             events: for await event in events {
                 switch event {
-                case .write:
-                    state.withLock { $0.writeSignalled = false }
-                    guard await writeQueued(outbound) else { break events }
+                case .startWriter:
+                    group.addTask {
+                        if await !self.writeQueued(outbound) { self.eventSink.yield(.ended(nil)) }
+                    }
                 case .startWorker:
                     group.addTask { await self.work() }
                 case .ended(let error):
@@ -106,10 +109,10 @@ extension SyncSession {
         return nil
     }
 
-    /// Writes the queued items, at the pace the client reads; `false` once the output is over
-    /// (a close frame was sent, or a write failed).
+    /// The writer: writes the queued items, at the pace the client reads, until there are none;
+    /// `false` once the output is over (a close frame was sent, or a write failed).
     private func writeQueued(_ outbound: WebSocketOutboundWriter) async -> Bool {
-        while let item = takeNextItem() {
+        while let item = nextItemOrStop() {
             do {
                 switch item {
                 case .reply(let text):

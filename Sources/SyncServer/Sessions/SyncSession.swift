@@ -13,12 +13,12 @@ import SyncStorage
 /// outgoing messages.
 ///
 /// Two tasks serve it all the time (see `SyncSession+Run.swift`): the reader handles client
-/// messages in order, queueing uploads; the main task drains the outgoing queue into the
-/// socket, at the pace the client reads, and starts the worker. A worker task runs only while
-/// there is work — uploads to
-/// apply, the consecutive ones to one partition in one transaction (see
-/// `SyncSession+Uploads.swift`), snapshot and catch-up pages to read, permissions to check
-/// again — so an idle session costs two tasks. The ``SessionRegistry`` closes idle and expired
+/// messages in order, queueing uploads; the main task starts the others. A writer task runs
+/// only while there is something to send, writing the outbox into the socket at the pace the
+/// client reads; a worker task only while there is work — uploads to apply, the consecutive
+/// ones to one partition in one transaction (see `SyncSession+Uploads.swift`), snapshot and
+/// catch-up pages to read, permissions to check again — so an idle session costs two tasks, and
+/// a client that stops reading holds up its writer only. The ``SessionRegistry`` closes idle and expired
 /// sessions for all of them.
 ///
 /// A subscription is either catching up (the worker reads pages from its last delivered
@@ -101,17 +101,18 @@ final class SyncSession: FeedSubscriber, Sendable {
         var working = false
         /// Work was asked for while the worker ran: it looks again before it ends.
         var moreWork = false
-        /// A `write` event is on its way to the main task.
-        var writeSignalled = false
+        /// A writer task is writing the outbox to the socket.
+        var writing = false
     }
 
     /// What the session's main task is told by its reader and the others.
     enum Event: Sendable {
-        /// Items were queued for the socket.
-        case write
+        /// Start a writer task (none is running).
+        case startWriter
         /// Start a worker task (none is running).
         case startWorker
-        /// The session is over: the reader or the writer ended (with the reader's error).
+        /// The session is over: the reader ended (with its error), or the output did (a close
+        /// frame was written, or a write failed).
         case ended((any Error)?)
     }
 
@@ -145,14 +146,14 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     var principal: Principal? { state.withLock { $0.principal } }
 
-    /// Tells the main task that items wait in the queue (once until it looks).
+    /// Items wait in the outbox: starts a writer unless one is writing (it takes them).
     func signalWriter() {
-        let signal = state.withLock { state -> Bool in
-            guard !state.writeSignalled else { return false }
-            state.writeSignalled = true
+        let start = state.withLock { state -> Bool in
+            guard !state.writing else { return false }
+            state.writing = true
             return true
         }
-        if signal { eventSink.yield(.write) }
+        if start { eventSink.yield(.startWriter) }
     }
 
     /// Asks for the worker: starts one, or tells the running one to look again.
@@ -238,10 +239,16 @@ final class SyncSession: FeedSubscriber, Sendable {
         state.subscriptions[partition]?.queued = nil
     }
 
-    /// The next item for the writer; `nil` also while the next is a page of the partition an
-    /// upload is being applied to (the uploader wakes the writer when done).
-    func takeNextItem() -> SessionOutbox.Item? {
-        state.withLock { $0.outbox.next() }
+    /// The next item for the writer; `nil` when there is none (also while the next is a page
+    /// of the partition an upload is being applied to: the uploader signals when done), and
+    /// then the writer is no longer writing, in the same step, so an item queued after it
+    /// starts another.
+    func nextItemOrStop() -> SessionOutbox.Item? {
+        state.withLock { state in
+            if let item = state.outbox.next() { return item }
+            state.writing = false
+            return nil
+        }
     }
 
     /// Records that a page was written to the socket (or that its write failed: the session
