@@ -204,9 +204,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            // Never optimized: Swift 6.3.1's optimizer crashes (signal 11, splitting async
-            // coroutines) on this module in release builds, which psync-bench needs.
-            swiftSettings: swiftSettings + [.unsafeFlags(["-Onone"])]
+            swiftSettings: swiftSettings
         ),
         // The server command as a library: what `psync` and every application's server run.
         .target(
