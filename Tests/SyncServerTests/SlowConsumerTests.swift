@@ -7,6 +7,18 @@ import Testing
 
 @Suite("Slow consumers", .timeLimit(.minutes(30)))
 struct SlowConsumerTests {
+    /// Commits about 24 MB of changes to a partition (ten objects of 20 kB, 120 times over):
+    /// far beyond the socket buffers and a queue limit of a few hundred kB.
+    static func fill(_ partition: Partition, in store: ObjectStore, as principal: String) async throws {
+        let filler = JSONValue.string(String(repeating: "x", count: 20_000))
+        for round in 0..<120 {
+            let operations = (0..<10).map { n in
+                SyncOperation.put(key("Blob", "b\(n)"), body: ["round": .int(Int64(round)), "data": filler])
+            }
+            try await store.upload(Upload(partition: partition, operations: operations, principal: principal))
+        }
+    }
+
     @Test("a client that stops reading does not grow the server's queue beyond its bound, and ends equal to the database")
     func boundedQueue() async throws {
         let limit = 256 << 10
@@ -26,13 +38,7 @@ struct SlowConsumerTests {
 
                 // About 24 MB of changes, far beyond the socket buffers and the queue limit.
                 let store = db.store()
-                let filler = JSONValue.string(String(repeating: "x", count: 20_000))
-                for round in 0..<120 {
-                    let operations = (0..<10).map { n in
-                        SyncOperation.put(key("Blob", "b\(n)"), body: ["round": .int(Int64(round)), "data": filler])
-                    }
-                    try await store.upload(Upload(partition: mine, operations: operations, principal: alice.userID))
-                }
+                try await Self.fill(mine, in: store, as: alice.userID)
                 // The queue fills and the subscription pauses (the event), and the bound holds.
                 let metrics = server.server.metrics
                 let paused = try await TestTriggers.eventually(timeout: .seconds(30)) { metrics.subscriptionPauseCount > 0 }
@@ -81,13 +87,7 @@ struct SlowConsumerTests {
                 client.pauseReading()
 
                 // About 24 MB into the busy room: the socket fills and the writer waits on it.
-                let filler = JSONValue.string(String(repeating: "x", count: 20_000))
-                for round in 0..<120 {
-                    let operations = (0..<10).map { n in
-                        SyncOperation.put(key("Blob", "b\(n)"), body: ["round": .int(Int64(round)), "data": filler])
-                    }
-                    try await store.upload(Upload(partition: busy, operations: operations, principal: alice.userID))
-                }
+                try await Self.fill(busy, in: store, as: alice.userID)
                 let metrics = server.server.metrics
                 #expect(try await TestTriggers.eventually(timeout: .seconds(30)) { metrics.subscriptionPauseCount > 0 })
 
