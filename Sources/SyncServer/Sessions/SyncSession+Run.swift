@@ -39,20 +39,14 @@ extension SyncSession {
                     self.eventSink.yield(.ended(nil))
                 }
             }
-            // This task starts the writer when there is something to send and the worker when
-            // there is work, and never waits on the socket itself: a client that does not read
-            // holds up the writer only, while its uploads, permission checks and catch-ups go
-            // on. The session ends when the client's input ends, or a close frame (or a failed
-            // write) ends the output.
+            // This task writes what is queued; the session ends when the client's input ends,
+            // or a close frame (or a failed write) ends the output.
             var failure: (any Error)?
             events: for await event in events {
                 switch event {
-                case .startWriter:
-                    group.addTask {
-                        if await !self.writeQueued(outbound) { self.eventSink.yield(.ended(nil)) }
-                    }
-                case .startWorker:
-                    group.addTask { await self.work() }
+                case .write:
+                    state.withLock { $0.writeSignalled = false }
+                    guard await writeQueued(outbound) else { break events }
                 case .ended(let error):
                     failure = error
                     break events
@@ -61,6 +55,14 @@ extension SyncSession {
             group.cancelAll()
             return failure
         }
+        // Nothing more is sent: the worker stops (an upload being applied is finished), and no
+        // other starts.
+        let worker = state.withLock { state in
+            state.closing = true
+            return state.worker
+        }
+        worker?.cancel()
+        await worker?.value
         if let failure { throw failure }
     }
 
@@ -109,10 +111,10 @@ extension SyncSession {
         return nil
     }
 
-    /// The writer: writes the queued items, at the pace the client reads, until there are none;
-    /// `false` once the output is over (a close frame was sent, or a write failed).
+    /// Writes the queued items, at the pace the client reads; `false` once the output is over
+    /// (a close frame was sent, or a write failed).
     private func writeQueued(_ outbound: WebSocketOutboundWriter) async -> Bool {
-        while let item = nextItemOrStop() {
+        while let item = takeNextItem() {
             do {
                 switch item {
                 case .reply(let text):
@@ -176,7 +178,7 @@ extension SyncSession {
     /// The worker: applies queued uploads, checks permissions again, reads pages for
     /// subscriptions catching up, until none of it has anything to do; then it ends (a later
     /// request starts another).
-    private func work() async {
+    func work() async {
         while !Task.isCancelled {
             state.withLock { $0.moreWork = false }
             if await applyQueuedUploads() == .closed { return }

@@ -13,12 +13,13 @@ import SyncStorage
 /// outgoing messages.
 ///
 /// Two tasks serve it all the time (see `SyncSession+Run.swift`): the reader handles client
-/// messages in order, queueing uploads; the main task starts the others. A writer task runs
-/// only while there is something to send, writing the outbox into the socket at the pace the
-/// client reads; a worker task only while there is work — uploads to apply, the consecutive
-/// ones to one partition in one transaction (see `SyncSession+Uploads.swift`), snapshot and
-/// catch-up pages to read, permissions to check again — so an idle session costs two tasks, and
-/// a client that stops reading holds up its writer only. The ``SessionRegistry`` closes idle and expired
+/// messages in order, queueing uploads; the main task drains the outgoing queue into the
+/// socket, at the pace the client reads. A worker task runs only while there is work — uploads
+/// to apply, the consecutive ones to one partition in one transaction (see
+/// `SyncSession+Uploads.swift`), snapshot and catch-up pages to read, permissions to check
+/// again — so an idle session costs two tasks. The worker is started by whoever asks for work,
+/// not by the main task: a client that stops reading holds up the main task on the socket, and
+/// must not hold up its uploads, nor the end of a subscription it may no longer read. The ``SessionRegistry`` closes idle and expired
 /// sessions for all of them.
 ///
 /// A subscription is either catching up (the worker reads pages from its last delivered
@@ -99,20 +100,19 @@ final class SyncSession: FeedSubscriber, Sendable {
         var countedUser: String?
         /// A worker task is running.
         var working = false
+        /// The last worker started: the session waits for it before it ends.
+        var worker: Task<Void, Never>?
         /// Work was asked for while the worker ran: it looks again before it ends.
         var moreWork = false
-        /// A writer task is writing the outbox to the socket.
-        var writing = false
+        /// A `write` event is on its way to the main task.
+        var writeSignalled = false
     }
 
     /// What the session's main task is told by its reader and the others.
     enum Event: Sendable {
-        /// Start a writer task (none is running).
-        case startWriter
-        /// Start a worker task (none is running).
-        case startWorker
-        /// The session is over: the reader ended (with its error), or the output did (a close
-        /// frame was written, or a write failed).
+        /// Items were queued for the socket.
+        case write
+        /// The session is over: the reader or the writer ended (with the reader's error).
         case ended((any Error)?)
     }
 
@@ -146,19 +146,21 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     var principal: Principal? { state.withLock { $0.principal } }
 
-    /// Items wait in the outbox: starts a writer unless one is writing (it takes them).
+    /// Tells the main task that items wait in the queue (once until it looks).
     func signalWriter() {
-        let start = state.withLock { state -> Bool in
-            guard !state.writing else { return false }
-            state.writing = true
+        let signal = state.withLock { state -> Bool in
+            guard !state.writeSignalled else { return false }
+            state.writeSignalled = true
             return true
         }
-        if start { eventSink.yield(.startWriter) }
+        if signal { eventSink.yield(.write) }
     }
 
-    /// Asks for the worker: starts one, or tells the running one to look again.
+    /// Asks for the worker: starts one, or tells the running one to look again; none once the
+    /// session is closing.
     func requestWork() {
         let start = state.withLock { state -> Bool in
+            guard !state.closing else { return false }
             if state.working {
                 state.moreWork = true
                 return false
@@ -166,7 +168,9 @@ final class SyncSession: FeedSubscriber, Sendable {
             state.working = true
             return true
         }
-        if start { eventSink.yield(.startWorker) }
+        guard start else { return }
+        let worker = Task { await self.work() }
+        state.withLock { $0.worker = worker }
     }
 
     /// Counts this session in its user's presence (once), unless it does not count.
@@ -239,16 +243,10 @@ final class SyncSession: FeedSubscriber, Sendable {
         state.subscriptions[partition]?.queued = nil
     }
 
-    /// The next item for the writer; `nil` when there is none (also while the next is a page
-    /// of the partition an upload is being applied to: the uploader signals when done), and
-    /// then the writer is no longer writing, in the same step, so an item queued after it
-    /// starts another.
-    func nextItemOrStop() -> SessionOutbox.Item? {
-        state.withLock { state in
-            if let item = state.outbox.next() { return item }
-            state.writing = false
-            return nil
-        }
+    /// The next item for the writer; `nil` also while the next is a page of the partition an
+    /// upload is being applied to (the uploader wakes the writer when done).
+    func takeNextItem() -> SessionOutbox.Item? {
+        state.withLock { $0.outbox.next() }
     }
 
     /// Records that a page was written to the socket (or that its write failed: the session
