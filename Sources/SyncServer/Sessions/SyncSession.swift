@@ -250,7 +250,9 @@ final class SyncSession: FeedSubscriber, Sendable {
     }
 
     /// Records that a page was written to the socket (or that its write failed: the session
-    /// then ends).
+    /// then ends). Wakes the worker when a catch-up can read on: this one's, or another's now
+    /// that the queue is under half its limit (a session following everything live starts no
+    /// worker per page).
     func pageWritten(_ page: SessionOutbox.Page) {
         let wake = state.withLock { state -> Bool in
             state.outbox.written(page)
@@ -258,7 +260,9 @@ final class SyncSession: FeedSubscriber, Sendable {
             subscription.delivered = page.cursor
             if subscription.queued == page.cursor { subscription.queued = nil }
             state.subscriptions[page.partition] = subscription
-            return subscription.mode == .catchingUp || state.outbox.pageBytes < services.configuration.outboxLimitBytes / 2
+            if subscription.mode == .catchingUp { return true }
+            return state.outbox.pageBytes < services.configuration.outboxLimitBytes / 2
+                && state.subscriptions.values.contains { $0.mode == .catchingUp && !$0.fetching }
         }
         if wake { requestWork() }
     }
