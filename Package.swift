@@ -61,6 +61,8 @@ let package = Package(
             name: "SyncStorage",
             dependencies: [
                 "Locking",
+                // The engine implements the application API's reader and writer protocols.
+                "PartitionSync",
                 "SyncProtocol",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 // Only for ConnectionPoolError, to tell an unreachable database by its code.
@@ -85,16 +87,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The application API: permission rules, write validators, triggers and their
-        // contexts, typed helpers, `SyncApplication`. No HTTP server, JWT or Hummingbird.
+        // contexts, typed helpers, `SyncApplication`. A leaf: the protocol's types, the lock
+        // and the logger, nothing of storage, PostgreSQL or HTTP; the engine implements its
+        // reader and writer protocols, the test kit implements them in memory.
         .target(
             name: "PartitionSync",
             dependencies: [
                 "Locking",
                 "SyncProtocol",
-                "SyncStorage",
                 .product(name: "Logging", package: "swift-log"),
-                // Only for the explicit SQL escape hatch (`@_spi(SQL)`).
-                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,12 +1,11 @@
 import Logging
 import SyncProtocol
-import SyncStorage
 
 /// What an application brings to the server: its permission rules and validators, its
 /// triggers, the indexes its searches need, and optionally its web app (served at `/app/`).
 ///
 /// ```swift
-/// let application = SyncApplication(permissions: permissions, triggers: [unreadCounts], indexes: [try .arrayContains(collection: "User", path: "conversations")])
+/// let application = SyncApplication(permissions: permissions, triggers: [unreadCounts], indexes: [.arrayContains(collection: "User", path: "conversations")])
 /// let server = SyncServer(configuration: .init(), database: url, application: application, logger: logger)
 /// ```
 public struct SyncApplication: Sendable {

@@ -249,7 +249,7 @@ package struct Importer: Sendable {
         if !options.trusted {
             validate = { @Sendable (changes: [ObjectChange], transaction: WriteTransaction) async throws in
                 guard let first = changes.first, let partition = partitionsOfKeys[first.key] else { return }
-                try await permissions.validate(changes, in: partition, by: principal, transaction: transaction)
+                try await permissions.validate(changes, in: partition, by: principal, transaction: transaction, logger: transaction.logger)
             }
         }
         let provisional = options.dryRun

@@ -14,8 +14,8 @@ public enum RChat {
     static func userKey(_ id: String) -> ObjectKey { try! ObjectKey(collection: User.collection, id: id) }
     static func chatsterKey(_ id: String) -> ObjectKey { try! ObjectKey(collection: Chatster.collection, id: id) }
 
-    /// Which collection lives under which partition key.
-    static let collections: [String: String] = ["user": User.collection, "conversation": ChatMessage.collection, "all-users": Chatster.collection]
+    /// Which collection lives under which kind of partition.
+    static let collections: [PartitionKind: String] = [.user: User.collection, .conversation: ChatMessage.collection, .allUsers: Chatster.collection]
 
     /// The application to serve with the default ``RChatLimits``: rules, validators,
     /// triggers and indexes.
@@ -25,9 +25,9 @@ public enum RChat {
     /// hold the server's membership records and have no rule: no client reads or writes them.
     public static func application(limits: RChatLimits) -> SyncApplication {
         var permissions = Permissions()
-        permissions.register(UserPartitionRule(), forKey: "user")
-        permissions.register(ConversationRule(), forKey: "conversation")
-        permissions.register(AllUsersRule(), forKey: "all-users")
+        permissions.register(UserPartitionRule(), for: .user)
+        permissions.register(ConversationRule(), for: .conversation)
+        permissions.register(AllUsersRule(), for: .allUsers)
         for schema in RChatSchemas.all(limits: limits) { permissions.declare(schema) }
         permissions.refusesUndeclaredCollections = true
         permissions.add(RChatValidator(limits: limits))
@@ -35,8 +35,8 @@ public enum RChat {
             permissions: permissions,
             triggers: RChatTriggers.all(limits: limits),
             indexes: [
-                try! .field(collection: User.collection, path: "userName"),
-                try! .arrayElements(collection: User.collection, path: "conversations", field: "id"),
+                .field(collection: User.collection, path: "userName"),
+                .arrayElements(collection: User.collection, path: "conversations", field: "id"),
             ],
             importing: importMapping)
     }

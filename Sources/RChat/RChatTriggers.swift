@@ -89,7 +89,7 @@ public enum RChatTriggers {
         handlingRuns: { events, context in
         var newMessages: [String: Int64] = [:]
         for event in events {
-            guard let partition = event.partition, partition.key == "conversation" else { continue }
+            guard let partition = event.partition, partition.kind == .conversation else { continue }
             newMessages[partition.value, default: 0] += 1
         }
         var operations: [Partition: [SyncOperation]] = [:]

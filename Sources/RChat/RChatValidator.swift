@@ -19,9 +19,9 @@ struct RChatValidator: WriteValidator {
     func validate(_ change: ObjectChange, in partition: Partition, by principal: Principal, context: ValidationContext) async throws {
         guard case .user(let userID) = principal else { return }
         let collection = change.key.collection
-        guard RChat.collections[partition.key] == collection else {
+        guard RChat.collections[partition.kind] == collection else {
             let home = RChat.collections.first { $0.value == collection }.map { " (\(collection) lives in \($0.key) partitions)" } ?? ""
-            throw SyncError(.validationFailed, "\(partition.key) partitions hold \(RChat.collections[partition.key] ?? "nothing"), not \(collection)\(home)")
+            throw SyncError(.validationFailed, "\(partition.key) partitions hold \(RChat.collections[partition.kind] ?? "nothing"), not \(collection)\(home)")
         }
         switch collection {
         case ChatMessage.collection:

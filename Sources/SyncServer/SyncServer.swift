@@ -19,7 +19,7 @@ import SyncTriggers
 ///
 /// ```swift
 /// var permissions = Permissions()
-/// permissions.register(OwnerRule(), forKey: "user")
+/// permissions.register(OwnerRule(), for: PartitionKind("user"))
 /// let server = SyncServer(configuration: .init(), database: try DatabaseURL(url), permissions: permissions, logger: logger)
 /// try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
 /// ```
@@ -325,6 +325,7 @@ package final class SyncServer: Service, Sendable {
     /// rows. A trigger new to this database starts at the end of the event log, so it is
     /// registered before the server accepts the requests whose events it must see.
     private func prepareDatabase(client: PostgresClient) async throws {
+        try application.permissions.check()
         try await Migrator(client: client, logger: logger).migrate()
         let store = ObjectStore(client: client, configuration: configuration.storage, logger: logger)
         try await store.createIndexes(application.indexes)

@@ -3,9 +3,11 @@ import Locking
 import PartitionSync
 import SyncProtocol
 
-/// Objects and accounts in memory, for testing an application's permission rules and write
-/// validators in-process: a ``PermissionContext`` or a ``ValidationContext`` made on it reads
-/// them as the server's would read the database, in milliseconds and without PostgreSQL.
+/// Objects and accounts in memory, for testing an application's permission rules, write
+/// validators and trigger handlers in-process: a ``PermissionContext`` or a
+/// ``ValidationContext`` made on it reads them as the server's would read the database, and a
+/// ``TriggerContext`` made on it also searches and writes them as a trigger's transaction
+/// would, in milliseconds and without PostgreSQL.
 ///
 /// ```swift
 /// let objects = InMemoryObjects()
@@ -24,6 +26,7 @@ public final class InMemoryObjects: ObjectSource, Sendable {
         var emails: [String: String] = [:]
         /// Versions per partition, as the server numbers commits.
         var versions: [Partition: Int64] = [:]
+        var openSessions: [String: Int] = [:]
     }
 
     private let state = Locked(State())
@@ -59,9 +62,23 @@ public final class InMemoryObjects: ObjectSource, Sendable {
         state.withLock { $0.emails[userID] = email }
     }
 
+    /// Sets the number of open sessions ``TriggerContext/openSessions(of:)`` reads for a user.
+    public func setOpenSessions(_ count: Int, of userID: String) {
+        state.withLock { $0.openSessions[userID] = count }
+    }
+
+    /// Every live object, ordered by key.
+    public var all: [(partition: Partition, object: SyncObject)] {
+        state.withLock { state in
+            state.objects.values.filter { $0.object.body != nil }.sorted { $0.object.key < $1.object.key }.map { ($0.partition, $0.object) }
+        }
+    }
+
     public func liveObjects(_ keys: [ObjectKey]) async throws -> [(partition: Partition, object: SyncObject)] {
         state.withLock { state in
-            keys.compactMap { key in state.objects[key].map { ($0.partition, $0.object) } }
+            keys.compactMap { key in
+                state.objects[key].flatMap { $0.object.body == nil ? nil : ($0.partition, $0.object) }
+            }
         }
     }
 
@@ -72,6 +89,55 @@ public final class InMemoryObjects: ObjectSource, Sendable {
     public func userID(ofEmail email: String) async throws -> String? {
         let wanted = email.lowercased()
         return state.withLock { state in state.emails.first { $0.value.lowercased() == wanted }?.key }
+    }
+}
+
+extension InMemoryObjects: ObjectTransaction {
+    public func bodies(of keys: [ObjectKey]) async throws -> [ObjectKey: [String: JSONValue]] {
+        var bodies: [ObjectKey: [String: JSONValue]] = [:]
+        for (_, object) in try await liveObjects(keys) { bodies[object.key] = object.body }
+        return bodies
+    }
+
+    /// Applies the operations as the server's transaction would: all of them or, when one is
+    /// refused (an object of another partition, an operation on an absent object, a limit),
+    /// none. Each partition with changes gets its next version.
+    public func apply(_ operations: [Partition: [SyncOperation]]) async throws -> [Partition: [ObjectChange]] {
+        try state.withLock { (state: inout State) throws(SyncError) -> [Partition: [ObjectChange]] in
+            var next = state
+            var result: [Partition: [ObjectChange]] = [:]
+            for partition in operations.keys.sorted() {
+                let list = operations[partition]!
+                var current: [ObjectKey: DocumentState] = [:]
+                for key in OperationApplier.keys(of: list) {
+                    guard let stored = next.objects[key] else { continue }
+                    guard stored.partition == partition else {
+                        throw SyncError(.partitionMismatch, "\(key) is the id of an object of another partition than \(partition)")
+                    }
+                    current[key] = stored.object.body.map(DocumentState.live) ?? .deleted
+                }
+                let changes = try OperationApplier(partition: partition).apply(list, to: current)
+                if !changes.isEmpty {
+                    let version = (next.versions[partition] ?? 0) + 1
+                    next.versions[partition] = version
+                    for change in changes {
+                        next.objects[change.key] = Stored(partition: partition, object: SyncObject(key: change.key, version: version, body: change.after.body))
+                    }
+                }
+                result[partition] = changes
+            }
+            state = next
+            return result
+        }
+    }
+
+    public func find(_ search: ObjectSearch) async throws -> [(partition: Partition, object: SyncObject)] {
+        try search.check()
+        return all.filter { $0.object.key.collection == search.collection && $0.object.body.map(search.matches) == true }
+    }
+
+    public func openSessions(of userID: String) async throws -> Int {
+        state.withLock { $0.openSessions[userID] ?? 0 }
     }
 }
 

@@ -37,7 +37,7 @@ public struct TestServer: Sendable {
     /// Permissions for tests: `user=<id>` belongs to its user.
     public static var defaultPermissions: Permissions {
         var permissions = Permissions()
-        permissions.register(OwnerRule(), forKey: "user")
+        permissions.register(OwnerRule(), for: PartitionKind("user"))
         return permissions
     }
 

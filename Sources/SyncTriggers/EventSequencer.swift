@@ -18,10 +18,10 @@ final class EventSequencer: Service, Sendable {
     let runtime: TriggerRuntime
     private let signal: WakeSignal
     /// Called after a round of passes with the shapes of the events it numbered.
-    private let sequenced: @Sendable (Set<EventLog.Shape>) -> Void
+    private let sequenced: @Sendable (Set<ChangeEvent.Shape>) -> Void
     private let last = Locked<Int64>(0)
 
-    init(runtime: TriggerRuntime, sequenced: @escaping @Sendable (Set<EventLog.Shape>) -> Void) {
+    init(runtime: TriggerRuntime, sequenced: @escaping @Sendable (Set<ChangeEvent.Shape>) -> Void) {
         self.runtime = runtime
         self.signal = WakeSignal(time: runtime.time)
         self.sequenced = sequenced
@@ -39,7 +39,7 @@ final class EventSequencer: Service, Sendable {
         while !isStopping {
             if configuration.sequencingDelay > .zero { await sleepUnlessStopping(configuration.sequencingDelay, on: runtime.time) }
             do {
-                var shapes: Set<EventLog.Shape> = []
+                var shapes: Set<ChangeEvent.Shape> = []
                 while let pass = try await runtime.bounded("a sequencing pass", { try await EventLog(store: store).sequencePass(limit: Self.passLimit) }) {
                     shapes.formUnion(pass.shapes)
                     last.withLock { $0 = max($0, pass.last) }

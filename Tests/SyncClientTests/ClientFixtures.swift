@@ -111,10 +111,10 @@ extension ClientHarness {
 enum SharedRules {
     static var permissions: Permissions {
         var permissions = Permissions()
-        permissions.register(OwnerRule(), forKey: "user")
+        permissions.register(OwnerRule(), for: PartitionKind("user"))
         permissions.register(
             ClosureRule(read: { principal, _, _ in principal.userID != nil }, write: { principal, _, _ in principal.userID != nil }),
-            forKey: "shared")
+            for: PartitionKind("shared"))
         return permissions
     }
 }

@@ -40,7 +40,7 @@ struct ModelFactoryTests {
     /// `user=<id>` is its user's; `shelf=<any>` every user's.
     static var application: SyncApplication {
         var permissions = TestServer.defaultPermissions
-        permissions.register(ClosureRule(read: { user, _, _ in user.userID != nil }, write: { user, _, _ in user.userID != nil }), forKey: "shelf")
+        permissions.register(ClosureRule(read: { user, _, _ in user.userID != nil }, write: { user, _, _ in user.userID != nil }), for: PartitionKind("shelf"))
         return SyncApplication(permissions: permissions)
     }
 

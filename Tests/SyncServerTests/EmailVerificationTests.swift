@@ -32,7 +32,7 @@ struct EmailVerificationTests {
 
     static var permissions: Permissions {
         var permissions = TestServer.defaultPermissions
-        permissions.register(MailboxRule(), forKey: "mail")
+        permissions.register(MailboxRule(), for: PartitionKind("mail"))
         return permissions
     }
 

@@ -24,13 +24,13 @@ func onMockTime(_ clock: MockClock, tokenLifetime: Duration) -> @Sendable (inout
 enum TestRules {
     static var permissions: Permissions {
         var permissions = Permissions()
-        permissions.register(OwnerRule(), forKey: "user")
-        permissions.register(RoomRule(), forKey: "room")
+        permissions.register(OwnerRule(), for: PartitionKind("user"))
+        permissions.register(RoomRule(), for: PartitionKind("room"))
         permissions.register(
             ClosureRule(
                 read: { principal, _, _ in principal.userID != nil || principal == .service("notifier") },
                 write: { principal, _, _ in principal == .service("notifier") }),
-            forKey: "notice")
+            for: PartitionKind("notice"))
         permissions.add(NoForbiddenField())
         return permissions
     }

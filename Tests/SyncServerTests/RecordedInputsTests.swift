@@ -19,21 +19,21 @@ struct RecordedInputsTests {
     /// - `rosters=all`, `bans=all`: written by users (a back office, for the test).
     static var permissions: Permissions {
         var permissions = Permissions()
-        permissions.register(OwnerRule(), forKey: "user")
+        permissions.register(OwnerRule(), for: PartitionKind("user"))
         let member: ClosureRule.Decision = { principal, partition, context in
             guard let userID = principal.userID else { return false }
             let roster = try await context.body(of: try ObjectKey(collection: "Roster", id: partition.value))
             return roster?["members"]?.arrayValue?.contains(.string(userID)) ?? false
         }
-        permissions.register(ClosureRule(read: member, write: member), forKey: "club")
+        permissions.register(ClosureRule(read: member, write: member), for: PartitionKind("club"))
         let unbanned: ClosureRule.Decision = { principal, _, context in
             guard let userID = principal.userID else { return false }
             return try await context.body(of: try ObjectKey(collection: "Ban", id: userID)) == nil
         }
-        permissions.register(ClosureRule(read: unbanned, write: unbanned), forKey: "vault")
+        permissions.register(ClosureRule(read: unbanned, write: unbanned), for: PartitionKind("vault"))
         let backOffice = ClosureRule(read: { principal, _, _ in principal.userID != nil }, write: { principal, _, _ in principal.userID != nil })
-        permissions.register(backOffice, forKey: "rosters")
-        permissions.register(backOffice, forKey: "bans")
+        permissions.register(backOffice, for: PartitionKind("rosters"))
+        permissions.register(backOffice, for: PartitionKind("bans"))
         return permissions
     }
 

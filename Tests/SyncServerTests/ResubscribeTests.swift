@@ -21,7 +21,7 @@ struct ResubscribeTests {
             var permissions = TestServer.defaultPermissions
             permissions.register(
                 ClosureRule(read: { principal, _, _ in principal.userID != nil }, write: { principal, _, _ in principal.userID != nil }),
-                forKey: "room")
+                for: PartitionKind("room"))
             return permissions
         }()
         try await TestDatabase.with { db in

@@ -36,8 +36,8 @@ struct ServerOracleTests {
     static var application: SyncApplication {
         var permissions = Permissions()
         let signedIn: ClosureRule.Decision = { principal, _, _ in principal.userID != nil }
-        permissions.register(ClosureRule(read: signedIn, write: signedIn), forKey: "room")
-        permissions.register(ClosureRule(read: signedIn, write: { _, _, _ in false }), forKey: "mirror")
+        permissions.register(ClosureRule(read: signedIn, write: signedIn), for: PartitionKind("room"))
+        permissions.register(ClosureRule(read: signedIn, write: { _, _, _ in false }), for: PartitionKind("mirror"))
         return SyncApplication(permissions: permissions, triggers: [mirrorTrigger])
     }
 

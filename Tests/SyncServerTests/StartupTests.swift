@@ -1,5 +1,7 @@
 import Foundation
 import PartitionSync
+import ServiceLifecycle
+import SyncServer
 import SyncStorage
 import SyncTesting
 import Testing
@@ -34,6 +36,30 @@ struct StartupTests {
             #expect(process.terminationStatus != 0)
             let firstLine = text.split(separator: "\n").first.map(String.init) ?? ""
             #expect(firstLine.contains("\(first.port)") && firstLine.contains("in use"), "first line: \(firstLine)\n\(text.prefix(3000))")
+        }
+    }
+
+    @Test("an application with a rule for a key no partition can have, or a bad index, does not start, and says which")
+    func badApplication() async throws {
+        var badKind = TestServer.defaultPermissions
+        badKind.register(OwnerRule(), for: PartitionKind("Rooms"))
+        let cases: [(SyncApplication, SyncError.Code, String)] = [
+            (SyncApplication(permissions: badKind), .invalidPartition, "Rooms"),
+            (SyncApplication(permissions: TestServer.defaultPermissions, indexes: [.field(collection: "User", path: "user name")]), .invalidPath, "User at user name"),
+        ]
+        try await TestDatabase.with { db in
+            for (application, code, named) in cases {
+                let logger = TestPostgres.makeLogger("psync.test.server")
+                let server = SyncServer(configuration: TestServer.defaultConfiguration, database: db.url, application: application, logger: logger)
+                let group = ServiceGroup(services: [server], gracefulShutdownSignals: [], logger: logger)
+                do {
+                    try await group.run()
+                    Issue.record("a server of a bad application ran and stopped without an error")
+                } catch let error as SyncError {
+                    #expect(error.code == code)
+                    #expect(error.message.contains(named), "\(error.message)")
+                }
+            }
         }
     }
 }

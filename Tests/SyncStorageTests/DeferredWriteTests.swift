@@ -1,3 +1,4 @@
+import PartitionSync
 import PostgresNIO
 import SyncProtocol
 import SyncStorage
@@ -72,7 +73,7 @@ struct DeferredWriteTests {
             try await store.withWriteTransaction(author: "tester") { transaction in
                 transaction.defersWrites = true
                 func inRoom() async throws -> [String] {
-                    try await transaction.find("Person", whereArray: "rooms", contains: ["id": "r1"]).map(\.object.key.id)
+                    try await transaction.find(.array("Person", path: "rooms", contains: ["id": "r1"])).map(\.object.key.id)
                 }
                 #expect(try await inRoom() == ["a", "b"])
                 try await transaction.apply([
@@ -83,13 +84,13 @@ struct DeferredWriteTests {
                 #expect(try await inRoom() == ["a", "c", "d"])
                 try await transaction.apply([.delete(key("Person", "a"))], in: people)
                 #expect(try await inRoom() == ["c", "d"])
-                let found = try await transaction.find("Person", where: "name", in: ["bob", "dan", "ann"])
+                let found = try await transaction.find(.field("Person", path: "name", in: ["bob", "dan", "ann"]))
                 #expect(found.map(\.object.key.id) == ["b", "d"])
                 #expect(found.allSatisfy { $0.partition == people })
             }
             // Committed, a plain transaction's search finds the same.
             try await store.withWriteTransaction(author: "tester") { transaction in
-                let found = try await transaction.find("Person", whereArray: "rooms", contains: ["id": "r1"])
+                let found = try await transaction.find(.array("Person", path: "rooms", contains: ["id": "r1"]))
                 #expect(found.map(\.object.key.id).sorted() == ["c", "d"])
             }
         }
@@ -106,11 +107,11 @@ struct DeferredWriteTests {
                     try await transaction.withSavepoint {
                         #expect(try await Self.storedCount(try await transaction.connection.query(Self.countQuery, logger: db.logger)) == 1)
                         try await transaction.apply([.increment(counter, path: path("count"), by: 10)], in: room)
-                        #expect(try await transaction.find("Counter", where: "count", in: ["11"]).count == 1)
+                        #expect(try await transaction.find(.field("Counter", path: "count", in: ["11"])).count == 1)
                         throw Refused()
                     }
                 }
-                #expect(try await transaction.find("Counter", where: "count", in: ["11"]).isEmpty)
+                #expect(try await transaction.find(.field("Counter", path: "count", in: ["11"])).isEmpty)
                 #expect(try await transaction.load([counter])[counter]?.state.body?["count"] == 1)
             }
             #expect(try await Self.storedCount(try await db.client.query(Self.countQuery, logger: db.logger)) == 1)

@@ -1,3 +1,4 @@
+import PartitionSync
 import PostgresNIO
 import SyncProtocol
 @testable import SyncStorage
@@ -55,8 +56,8 @@ struct ObjectIndexTests {
                 CREATE INDEX psync_ix_user_conversations_id_elements ON psync_objects
                 USING gin ((jsonb_path_query_array(body, '$."conversations"[*]."id"')) jsonb_path_ops) WHERE collection = 'User'
                 """, logger: db.logger)
-            let userName = try ObjectIndex.field(collection: "User", path: "userName")
-            let contains = try ObjectIndex.arrayContains(collection: "User", path: "conversations")
+            let userName = ObjectIndex.field(collection: "User", path: "userName")
+            let contains = ObjectIndex.arrayContains(collection: "User", path: "conversations")
             try await store.createIndexes([contains, userName])
             try await store.createIndexes([contains, userName])  // again: nothing to do
             #expect(try await Self.indexes(db) == ["psync_ix_user_conversations_contains": "fastupdate=off", "psync_ix_user_username_field": ""])
@@ -65,7 +66,7 @@ struct ObjectIndexTests {
             // A later version declares the element index instead: the other one goes, the
             // element index's triggers come, and the objects stored before are entered.
             try await store.apply([.put(key("User", "u1"), body: ["conversations": [["id": "c1"], ["id": "c2"]]])], in: partition("user=u1"))
-            let elements = try ObjectIndex.arrayElements(collection: "User", path: "conversations", field: "id")
+            let elements = ObjectIndex.arrayElements(collection: "User", path: "conversations", field: "id")
             try await store.createIndexes([userName, elements])
             try await store.createIndexes([userName, elements])  // again: nothing to do
             #expect(try await Self.indexes(db) == ["psync_ix_user_username_field": ""])
@@ -81,7 +82,7 @@ struct ObjectIndexTests {
             #expect(try await Self.entries(db).isEmpty)
             // The search still answers, by scanning.
             let found = try await store.withWriteTransaction(author: "test") { transaction in
-                try await transaction.keys(of: "User", whereArray: "conversations", field: "id", is: "c1").map(\.key)
+                try await transaction.keys(.array("User", path: "conversations", field: "id", is: "c1")).map(\.key)
             }
             #expect(Set(found) == [key("User", "u1"), key("User", "u2")])
         }
@@ -90,17 +91,47 @@ struct ObjectIndexTests {
     @Test("an index whose name PostgreSQL would cut short is refused with invalid_path")
     func longNames() throws {
         let long = String(repeating: "a", count: 31)
-        #expect(throws: SyncError.self) { try ObjectIndex.arrayElements(collection: "User", path: long, field: "id") }
-        #expect(throws: SyncError.self) { try ObjectIndex.field(collection: "User", path: long + long) }
+        #expect(throws: SyncError.self) { try ObjectIndex.arrayElements(collection: "User", path: long, field: "id").check() }
+        #expect(throws: SyncError.self) { try ObjectIndex.field(collection: "User", path: long + long).check() }
         // At the limit: 63 bytes for an index, 56 for an element index (its triggers add 7).
-        let field = try ObjectIndex.field(collection: "User", path: String(repeating: "a", count: 63 - "psync_ix_user__field".count))
+        let field = ObjectIndex.field(collection: "User", path: String(repeating: "a", count: 63 - "psync_ix_user__field".count))
+        try field.check()
         #expect(field.name.utf8.count == 63)
-        let elements = try ObjectIndex.arrayElements(collection: "User", path: String(repeating: "a", count: 56 - "psync_ix_user__id_elements".count), field: "id")
+        let elements = ObjectIndex.arrayElements(collection: "User", path: String(repeating: "a", count: 56 - "psync_ix_user__id_elements".count), field: "id")
+        try elements.check()
         #expect(elements.name.utf8.count == 56)
         do {
-            _ = try ObjectIndex.arrayElements(collection: "User", path: long, field: "id")
+            try ObjectIndex.arrayElements(collection: "User", path: long, field: "id").check()
         } catch {
             #expect(error.code == .invalidPath)
+        }
+    }
+
+    @Test("a declaration with a bad path, field or collection is refused, naming it, and nothing is created")
+    func badDeclarations() async throws {
+        for bad in [
+            ObjectIndex.field(collection: "User", path: "user name"),
+            ObjectIndex.arrayContains(collection: "User", path: "a..b"),
+            ObjectIndex.arrayElements(collection: "User", path: "conversations", field: "id'; DROP TABLE x; --"),
+            ObjectIndex.field(collection: "", path: "userName"),
+        ] {
+            #expect(throws: SyncError.self) { try bad.check() }
+        }
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let good = ObjectIndex.field(collection: "User", path: "userName")
+            let bad = ObjectIndex.arrayElements(collection: "User", path: "conversations", field: "i-d")
+            do {
+                try await store.createIndexes([good, bad])
+                Issue.record("a bad declaration was accepted")
+            } catch let error as SyncError {
+                #expect(error.code == .invalidPath)
+                #expect(error.message.contains("User at conversations"), "\(error.message)")
+            }
+            var names: [String] = []
+            let rows = try await db.client.query("SELECT relname::text FROM pg_class WHERE starts_with(relname, 'psync_ix_')", logger: db.logger)
+            for try await name in rows.decode(String.self) { names.append(name) }
+            #expect(names.isEmpty, "created before the refusal: \(names)")
         }
     }
 
@@ -108,16 +139,16 @@ struct ObjectIndexTests {
     func elementSearch() async throws {
         try await TestDatabase.with { db in
             let store = db.store()
-            try await store.createIndexes([try ObjectIndex.arrayElements(collection: "User", path: "conversations", field: "id")])
+            try await store.createIndexes([ObjectIndex.arrayElements(collection: "User", path: "conversations", field: "id")])
             try await store.apply([.put(key("User", "u1"), body: ["conversations": [["id": "c1", "unreadCount": 0], ["id": "c2"]]])], in: partition("user=u1"))
             try await store.apply([.put(key("User", "u2"), body: ["conversations": [["id": "c2"]]])], in: partition("user=u2"))
             let found = try await store.withWriteTransaction(author: "test") { transaction in
                 transaction.defersWrites = true
-                let before = try await transaction.keys(of: "User", whereArray: "conversations", field: "id", is: "c2").map(\.key)
+                let before = try await transaction.keys(.array("User", path: "conversations", field: "id", is: "c2")).map(\.key)
                 // A staged change leaves the answer and one joins it, without a write.
                 try await transaction.apply([.put(key("User", "u2"), body: ["conversations": [["id": "c3"]]])], in: partition("user=u2"))
                 try await transaction.apply([.put(key("User", "u3"), body: ["conversations": [["id": "c2"]]])], in: partition("user=u3"))
-                let after = try await transaction.keys(of: "User", whereArray: "conversations", field: "id", is: "c2").map(\.key)
+                let after = try await transaction.keys(.array("User", path: "conversations", field: "id", is: "c2")).map(\.key)
                 return (before, after)
             }
             #expect(found.0 == [key("User", "u1"), key("User", "u2")])
@@ -126,7 +157,7 @@ struct ObjectIndexTests {
             // The answer comes from the entries: without u1's, the search does not find it.
             try await db.client.query("DELETE FROM psync_element_entries WHERE id = 'u1'", logger: db.logger)
             let without = try await store.withWriteTransaction(author: "test") { transaction in
-                try await transaction.keys(of: "User", whereArray: "conversations", field: "id", is: "c2").map(\.key)
+                try await transaction.keys(.array("User", path: "conversations", field: "id", is: "c2")).map(\.key)
             }
             #expect(without == [key("User", "u3")])
         }
@@ -136,7 +167,7 @@ struct ObjectIndexTests {
     func entriesFollowWrites() async throws {
         try await TestDatabase.with { db in
             let indexed = db.store()
-            try await indexed.createIndexes([try ObjectIndex.arrayElements(collection: "User", path: "conversations", field: "id")])
+            try await indexed.createIndexes([ObjectIndex.arrayElements(collection: "User", path: "conversations", field: "id")])
             // A store that has not declared the index answers the same searches by scanning.
             let scanning = db.store()
             var generator = SystemRandomNumberGenerator()
@@ -171,10 +202,10 @@ struct ObjectIndexTests {
                 }
                 for value in values {
                     let byEntries = try await indexed.withWriteTransaction(author: "test") { transaction in
-                        try await transaction.keys(of: "User", whereArray: "conversations", field: "id", is: value).map(\.key)
+                        try await transaction.keys(.array("User", path: "conversations", field: "id", is: value)).map(\.key)
                     }
                     let byScan = try await scanning.withWriteTransaction(author: "test") { transaction in
-                        try await transaction.keys(of: "User", whereArray: "conversations", field: "id", is: value).map(\.key)
+                        try await transaction.keys(.array("User", path: "conversations", field: "id", is: value)).map(\.key)
                     }
                     #expect(Set(byEntries) == Set(byScan), "round \(round), value \(value)")
                 }

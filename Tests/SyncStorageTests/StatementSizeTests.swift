@@ -1,4 +1,5 @@
 import Foundation
+import PartitionSync
 import PostgresNIO
 import SyncProtocol
 @testable import SyncStorage

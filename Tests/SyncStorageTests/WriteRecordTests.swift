@@ -1,3 +1,4 @@
+import PartitionSync
 import SyncProtocol
 @testable import SyncStorage
 import Testing
@@ -23,7 +24,7 @@ struct WriteRecordTests {
         record.clocks[room] = 7
         record.wrote([Write(partition: room, version: 3, change: change("a", 1), depth: 0, author: "alice")], labelled: nil)
         record.stage([change("b", 1)], in: room)
-        record.searches[WriteTransaction.Search(collection: "Doc", predicate: BodyPredicate(path: "n", condition: .field(["1"])))] =
+        record.searches[WriteTransaction.Search(search: .field("Doc", path: "n", in: ["1"]))] =
             WriteTransaction.SearchAnswer(found: [:], applied: 1)
         record.outcomes.append((Upload(partition: room, operations: [], principal: "alice", requestId: "r1"), "r1", ["version": 3]))
         record.recordedEvents = 1
@@ -39,7 +40,7 @@ struct WriteRecordTests {
         record.clocks[partition("room=b")] = 9
         record.wrote([Write(partition: room, version: 3, change: change("c", 2), depth: 2, author: "bob")], labelled: nil)
         record.stage([change("d", 2)], in: room)
-        record.searches[WriteTransaction.Search(collection: "Doc", predicate: BodyPredicate(path: "n", condition: .field(["2"])))] =
+        record.searches[WriteTransaction.Search(search: .field("Doc", path: "n", in: ["2"]))] =
             WriteTransaction.SearchAnswer(found: [:], applied: 3)
         record.outcomes.append((Upload(partition: room, operations: [], principal: "bob", requestId: "r2"), "r2", ["version": 3]))
         record.recordedEvents = 2

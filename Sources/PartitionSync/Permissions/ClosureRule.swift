@@ -3,7 +3,7 @@ import SyncProtocol
 /// A rule from closures, for small applications and tests.
 ///
 /// ```swift
-/// permissions.register(ClosureRule(read: { principal, _, _ in principal.userID != nil }, write: { _, _, _ in false }), forKey: "news")
+/// permissions.register(ClosureRule(read: { principal, _, _ in principal.userID != nil }, write: { _, _, _ in false }), for: PartitionKind("news"))
 /// ```
 public struct ClosureRule: PermissionRule {
     public typealias Decision = @Sendable (Principal, Partition, PermissionContext) async throws -> Bool

@@ -1,6 +1,5 @@
 import Logging
 import SyncProtocol
-import SyncStorage
 
 /// What a permission rule can read: committed objects and accounts (``ObjectReading``).
 ///
@@ -12,12 +11,8 @@ public struct PermissionContext: ObjectReading, Sendable {
     public let logger: Logger
     let recorder: PermissionInputRecorder?
 
-    package init(store: ObjectStore, logger: Logger) {
-        self.init(source: StoreObjectSource(store: store), logger: logger, recorder: nil)
-    }
-
-    /// A context reading from `source`: in an application's tests, the test kit's
-    /// `InMemoryObjects`.
+    /// A context reading from `source`: the engine's committed objects, or in an application's
+    /// tests the test kit's `InMemoryObjects`.
     public init(source: any ObjectSource, logger: Logger = Logger(label: "psync.rules")) {
         self.init(source: source, logger: logger, recorder: nil)
     }

@@ -1,6 +1,5 @@
 import Logging
 import SyncProtocol
-import SyncStorage
 
 /// The permission module of an application: rules per partition key, the declared shape and
 /// bounds of each collection's documents, and write validators. Principals of kind `system`
@@ -8,7 +7,7 @@ import SyncStorage
 ///
 /// ```swift
 /// var permissions = Permissions()
-/// permissions.register(OwnerRule(), forKey: "user")
+/// permissions.register(OwnerRule(), for: PartitionKind("user"))
 /// permissions.declare(DocumentSchema(collection: "note", maximumBodyBytes: 4096, fields: [.init("text", .string(maximumLength: 1000))]))
 /// permissions.add(AuthorValidator())
 /// ```
@@ -33,9 +32,22 @@ public struct Permissions: Sendable {
         schemas[collection]
     }
 
-    /// Sets the rule of a partition key, replacing any earlier one.
-    public mutating func register(_ rule: any PermissionRule, forKey key: String) {
-        rules[key] = rule
+    /// Sets the rule of a kind of partition, replacing any earlier one.
+    public mutating func register(_ rule: any PermissionRule, for kind: PartitionKind) {
+        rules[kind.key] = rule
+    }
+
+    /// The kinds of partition that have a rule: every other partition is refused.
+    public var kinds: [PartitionKind] {
+        rules.keys.sorted().map(PartitionKind.init)
+    }
+
+    /// Checks the registrations: `invalid_partition` naming a kind whose key no partition can
+    /// have (its rule would never be asked). A server checks this when it starts.
+    package func check() throws(SyncError) {
+        for kind in kinds where !kind.isValid {
+            throw SyncError(.invalidPartition, "a rule is registered for \"\(kind.key)\", which no partition key can be: keys match [a-z][a-z0-9_-]{0,63}")
+        }
     }
 
     /// Adds a validator run on every upload, after the ones added before it.
@@ -102,9 +114,11 @@ public struct Permissions: Sendable {
     /// Checks every change against its collection's schema, then runs every validator on it; a
     /// validator that throws something other than a
     /// ``SyncError`` is reported as `validation_failed` without its details.
-    package func validate(_ changes: [ObjectChange], in partition: Partition, by principal: Principal, transaction: WriteTransaction) async throws {
+    package func validate(
+        _ changes: [ObjectChange], in partition: Partition, by principal: Principal, transaction: any ObjectReading, logger: Logger
+    ) async throws {
         if case .system = principal { return }
-        let context = ValidationContext(transaction: transaction)
+        let context = ValidationContext(source: transaction, logger: logger)
         for change in changes {
             try await check(change, in: partition, by: principal, context: context)
         }

@@ -1,5 +1,4 @@
 import SyncProtocol
-import SyncStorage
 
 /// An object event's documents decoded as ``SyncModel`` types.
 ///

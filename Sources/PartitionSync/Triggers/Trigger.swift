@@ -1,6 +1,5 @@
 import Logging
 import SyncProtocol
-import SyncStorage
 
 /// A server-side handler of change events, registered by an application.
 ///
@@ -125,8 +124,8 @@ public struct Trigger: Sendable {
     }
 
     /// The part of ``matches(_:)`` the event log applies when reading (all but the predicate).
-    package var filter: EventLog.Filter {
-        EventLog.Filter(kinds: kinds, collections: collections, operations: operations)
+    package var filter: ChangeEvent.Filter {
+        ChangeEvent.Filter(kinds: kinds, collections: collections, operations: operations)
     }
 
     /// Whether the trigger handles the event.

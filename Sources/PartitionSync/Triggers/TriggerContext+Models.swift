@@ -1,5 +1,4 @@
 import SyncProtocol
-import SyncStorage
 
 /// Typed access for handlers: read, search and write ``SyncModel`` values instead of editing
 /// `[String: JSONValue]` by hand.

@@ -1,6 +1,5 @@
 import Logging
 import SyncProtocol
-import SyncStorage
 
 /// What a handler works with: the event's transaction, with system privileges (no permission
 /// rules apply), and a logger. It reads (``ObjectReading``: raw bodies, ``SyncModel`` types,
@@ -15,13 +14,16 @@ import SyncStorage
 /// try await context.update(Room.self, id: roomID, in: partition) { room in room.members.append(email) }
 /// ```
 public struct TriggerContext: ObjectReading {
-    /// The transaction the handler's writes commit in, together with the trigger's progress.
-    package let transaction: WriteTransaction
+    /// The transaction the handler's writes commit in, together with the trigger's progress:
+    /// the engine's, or in an application's tests the test kit's `InMemoryObjects`.
+    package let transaction: any ObjectTransaction
     public let logger: Logger
     /// The trigger's name.
     public let trigger: String
 
-    package init(transaction: WriteTransaction, logger: Logger, trigger: String) {
+    /// A context on `transaction`: in an application's tests, the test kit's `InMemoryObjects`,
+    /// to run a trigger's handler on an event in-process.
+    public init(transaction: any ObjectTransaction, logger: Logger = Logger(label: "psync.triggers"), trigger: String = "test") {
         self.transaction = transaction
         self.logger = logger
         self.trigger = trigger
@@ -32,15 +34,15 @@ public struct TriggerContext: ObjectReading {
     /// The bodies of the live objects among `keys`, read in one round trip; reads see this
     /// transaction's own writes.
     public func bodies(of keys: [ObjectKey]) async throws -> [ObjectKey: [String: JSONValue]] {
-        try await transaction.load(keys).compactMapValues(\.state.body)
+        try await transaction.bodies(of: keys)
     }
 
     public func email(ofUser userID: String) async throws -> String? {
-        try await AccountStore.email(of: userID, on: transaction.connection, logger: logger)
+        try await transaction.email(ofUser: userID)
     }
 
     public func userID(ofEmail email: String) async throws -> String? {
-        try await AccountStore.userID(ofEmail: email, on: transaction.connection, logger: logger)
+        try await transaction.userID(ofEmail: email)
     }
 
     /// The number of open WebSocket sessions of a user on every instance, read under the
@@ -48,7 +50,7 @@ public struct TriggerContext: ObjectReading {
     /// event after this transaction, so a trigger that sets up what a presence trigger needs
     /// (a user record) cannot miss it.
     public func openSessions(of userID: String) async throws -> Int {
-        try await PresenceLedger.openSessions(of: userID, on: transaction.connection, logger: logger)
+        try await transaction.openSessions(of: userID)
     }
 
     // MARK: Writing
@@ -57,7 +59,7 @@ public struct TriggerContext: ObjectReading {
     /// rules). Returns the changes made.
     @discardableResult
     public func apply(_ operations: [SyncOperation], in partition: Partition) async throws -> [ObjectChange] {
-        try await transaction.apply(operations, in: partition)
+        try await transaction.apply([partition: operations])[partition] ?? []
     }
 
     /// Applies operations to several partitions with a constant number of statements.
@@ -71,30 +73,30 @@ public struct TriggerContext: ObjectReading {
     /// Live objects of a collection whose field at `path` is one of `values`
     /// (index: ``ObjectIndex/field(collection:path:)``).
     public func find(_ collection: String, where path: String, in values: [String]) async throws -> [(partition: Partition, object: SyncObject)] {
-        try await transaction.find(collection, where: path, in: values)
+        try await transaction.find(.field(collection, path: path, in: values))
     }
 
     /// Live objects of a collection whose array at `path` has an element whose `field` is
     /// `value` (index: ``ObjectIndex/arrayElements(collection:path:field:)``).
     public func find(_ collection: String, whereArray path: String, field: String, is value: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
-        try await transaction.find(collection, whereArray: path, field: field, is: value)
+        try await transaction.find(.array(collection, path: path, field: field, is: value))
     }
 
     /// Where the objects ``find(_:whereArray:field:is:)`` finds are, without their bodies: for a
     /// handler that only writes to them.
     public func keys(of collection: String, whereArray path: String, field: String, is value: JSONValue) async throws -> [(partition: Partition, key: ObjectKey)] {
-        try await transaction.keys(of: collection, whereArray: path, field: field, is: value)
+        try await transaction.keys(.array(collection, path: path, field: field, is: value))
     }
 
     /// Live objects of a collection whose array at `path` holds an element containing `element`
     /// (index: ``ObjectIndex/arrayContains(collection:path:)``).
     public func find(_ collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {
-        try await transaction.find(collection, whereArray: path, contains: element)
+        try await transaction.find(.array(collection, path: path, contains: element))
     }
 
     /// Where the objects ``find(_:whereArray:contains:)`` finds are, without their bodies: for
     /// a handler that only writes to them.
     public func keys(of collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, key: ObjectKey)] {
-        try await transaction.keys(of: collection, whereArray: path, contains: element)
+        try await transaction.keys(.array(collection, path: path, contains: element))
     }
 }

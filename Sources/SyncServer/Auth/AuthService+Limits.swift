@@ -2,6 +2,7 @@ import Foundation
 import PartitionSync
 import PostgresNIO
 import SyncProtocol
+import SyncStorage
 
 /// The limits on registrations and failed logins, counted in `psync_login_failures` in fixed
 /// windows shared by every instance (docs/PROTOCOL.md, "Limits"). Emails are public, so no

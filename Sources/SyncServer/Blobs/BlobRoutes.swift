@@ -104,7 +104,7 @@ struct BlobRoutes: Sendable {
         let partition = try Partition(name)
         // Stored or not, a blob the principal may not read through this partition is not
         // found: the answer says nothing of other users' blobs.
-        let permissionContext = PermissionContext(store: store, logger: context.logger)
+        let permissionContext = PermissionContext(source: StoreObjectSource(store: store), logger: context.logger)
         guard try await permissions.canRead(principal, partition, context: permissionContext),
             let blob = try await blobs.blob(digest, referencedIn: partition)
         else {

@@ -118,7 +118,7 @@ struct HTTPRoutes: Sendable {
     private func pull(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
         let principal = try await authenticate(request)
         let partition = try context.partitionParameter()
-        let permissionContext = PermissionContext(store: store, logger: context.logger)
+        let permissionContext = PermissionContext(source: StoreObjectSource(store: store), logger: context.logger)
         guard try await permissions.canRead(principal, partition, context: permissionContext) else {
             throw SyncError(.permissionDenied, "you may not read \(partition)")
         }

@@ -17,5 +17,5 @@ struct SessionServices: Sendable {
     let time: SyncClock
     var logger: Logger
 
-    var permissionContext: PermissionContext { PermissionContext(store: store, logger: logger) }
+    var permissionContext: PermissionContext { PermissionContext(source: StoreObjectSource(store: store), logger: logger) }
 }

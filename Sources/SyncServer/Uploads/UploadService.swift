@@ -40,7 +40,7 @@ struct UploadService: Sendable {
     private func validator(in partition: Partition, by principal: Principal) -> ObjectStore.Validator {
         let permissions = self.permissions
         return { changes, transaction in
-            try await permissions.validate(changes, in: partition, by: principal, transaction: transaction)
+            try await permissions.validate(changes, in: partition, by: principal, transaction: transaction, logger: transaction.logger)
         }
     }
 
@@ -60,7 +60,7 @@ struct UploadService: Sendable {
             allowed = canWrite
         } else {
             do {
-                allowed = try await permissions.canWrite(principal, partition, context: PermissionContext(store: store, logger: logger))
+                allowed = try await permissions.canWrite(principal, partition, context: PermissionContext(source: StoreObjectSource(store: store), logger: logger))
             } catch {
                 return await fail(batch, error, partition, principal)
             }
@@ -123,7 +123,7 @@ struct UploadService: Sendable {
     /// ("the server has no such object here"), so nothing of other partitions leaks.
     private func compensatingStates(_ operations: [SyncOperation], _ partition: Partition, _ principal: Principal) async throws -> [SyncObject] {
         let keys = OperationApplier.keys(of: operations)
-        let context = PermissionContext(store: store, logger: logger)
+        let context = PermissionContext(source: StoreObjectSource(store: store), logger: logger)
         let readable = (try? await permissions.canRead(principal, partition, context: context)) ?? false
         var stored: [ObjectKey: SyncObject] = [:]
         if readable {

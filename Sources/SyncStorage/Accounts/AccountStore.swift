@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PartitionSync
 import PostgresNIO
 import SyncProtocol
 

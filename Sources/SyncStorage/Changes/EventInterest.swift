@@ -1,3 +1,5 @@
+import PartitionSync
+
 /// Which change events a store records: every event, or only those something will read.
 ///
 /// Events are an outbox for triggers. A change no trigger handles would be written (with the

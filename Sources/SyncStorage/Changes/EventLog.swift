@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PartitionSync
 import PostgresNIO
 import SyncProtocol
 
@@ -35,14 +36,7 @@ package struct EventLog: Sendable {
         package var count: Int
         /// The kind, collection and operation of each numbered event, once each: which
         /// readers have something new.
-        package var shapes: Set<Shape>
-    }
-
-    /// An event's kind, collection and operation: what a ``Filter`` tests.
-    package struct Shape: Sendable, Hashable {
-        package var kind: ChangeEvent.Kind
-        package var collection: String?
-        package var operation: ChangeEvent.Operation
+        package var shapes: Set<ChangeEvent.Shape>
     }
 
     /// One pass of ``sequence(limit:)``, telling what it numbered; `nil` when nothing. One
@@ -51,7 +45,7 @@ package struct EventLog: Sendable {
         let rows = try await store.client.fetch("SELECT * FROM psync_sequence(\(Int32(clamping: limit)))", logger: logger)
         var pass: Pass?
         for try await (last, kind, collection, operation) in rows.decode((Int64, String, String?, String).self) {
-            let shape = Shape(kind: ChangeEvent.Kind(rawValue: kind) ?? .object, collection: collection, operation: .init(rawValue: operation))
+            let shape = ChangeEvent.Shape(kind: ChangeEvent.Kind(rawValue: kind) ?? .object, collection: collection, operation: .init(rawValue: operation))
             pass = Pass(last: last, count: (pass?.count ?? 0) + 1, shapes: (pass?.shapes ?? []).union([shape]))
         }
         if let pass { store.announce([ChangeNotification.sequenced(through: pass.last).payload]) }
@@ -71,35 +65,6 @@ package struct EventLog: Sendable {
         try await events(after: position, limit: limit, on: nil)
     }
 
-    /// Which events a reader wants: by kind, and optionally by collection and operation.
-    package struct Filter: Sendable, Hashable {
-        package var kinds: Set<ChangeEvent.Kind>
-        /// `nil`: every collection (and events without one).
-        package var collections: Set<String>?
-        /// `nil`: every operation.
-        package var operations: Set<ChangeEvent.Operation>?
-
-        package init(kinds: Set<ChangeEvent.Kind>, collections: Set<String>? = nil, operations: Set<ChangeEvent.Operation>? = nil) {
-            self.kinds = kinds
-            self.collections = collections
-            self.operations = operations
-        }
-
-        /// Whether `event` passes: the same test the SQL of
-        /// ``EventLog/events(after:limit:scan:filter:)`` makes.
-        package func passes(_ event: ChangeEvent) -> Bool {
-            passes(Shape(kind: event.kind, collection: event.collection, operation: event.operation))
-        }
-
-        /// Whether events of this kind, collection and operation pass.
-        package func passes(_ shape: Shape) -> Bool {
-            guard kinds.contains(shape.kind) else { return false }
-            if let collections, !collections.contains(shape.collection ?? "") { return false }
-            if let operations, !operations.contains(shape.operation) { return false }
-            return true
-        }
-    }
-
     /// The columns ``decode(_:)`` reads, in its order.
     private static let columns =
         "seq, kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, author, depth, created_at"
@@ -108,7 +73,7 @@ package struct EventLog: Sendable {
     /// among the next `scan` numbered events; and the position the reader may move to once it
     /// has handled them (every event up to it that passes the filter is in the result). Events
     /// that do not pass are never decoded.
-    package func events(after position: Int64, limit: Int, scan: Int, filter: Filter) async throws -> (events: [ChangeEvent], through: Int64) {
+    package func events(after position: Int64, limit: Int, scan: Int, filter: ChangeEvent.Filter) async throws -> (events: [ChangeEvent], through: Int64) {
         // One statement reads the head (its first row) and the events up to it (or the scan's
         // end), from one snapshot: every event it leaves out up to that end does not pass.
         let bound = position + Int64(max(scan, limit))

@@ -1,6 +1,7 @@
 import Foundation
 import Locking
 import Logging
+import PartitionSync
 import PostgresNIO
 import SyncProtocol
 

@@ -1,3 +1,4 @@
+import PartitionSync
 import SyncProtocol
 
 /// How a write transaction writes the changes it applies.

@@ -1,4 +1,5 @@
 import Logging
+import PartitionSync
 import PostgresNIO
 import SyncProtocol
 

@@ -12,9 +12,9 @@ public enum CouchChat {
     /// the web app.
     public static var application: SyncApplication {
         var permissions = Permissions()
-        permissions.register(ProfilesRule(), forKey: "profiles")
-        permissions.register(RoomRule(), forKey: "room")
-        permissions.register(UserRule(), forKey: "user")
+        permissions.register(ProfilesRule(), for: .profiles)
+        permissions.register(RoomRule(), for: .room)
+        permissions.register(UserRule(), for: .user)
         for schema in CouchChatSchemas.all { permissions.declare(schema) }
         permissions.refusesUndeclaredCollections = true
         permissions.add(CouchChatValidator())
@@ -23,9 +23,9 @@ public enum CouchChat {
             triggers: [CouchChatTriggers.accounts, CouchChatTriggers.friendBot, CouchChatTriggers.roomLists, CouchChatTriggers.deletedRooms],
             // What the triggers search by: the rooms that list an email, the chats of a room.
             indexes: [
-                try! .arrayContains(collection: Room.collection, path: "owners"),
-                try! .arrayContains(collection: Room.collection, path: "members"),
-                try! .field(collection: Chat.collection, path: "channel_id"),
+                .arrayContains(collection: Room.collection, path: "owners"),
+                .arrayContains(collection: Room.collection, path: "members"),
+                .field(collection: Chat.collection, path: "channel_id"),
             ],
             web: web)
     }
@@ -38,12 +38,6 @@ public enum CouchChat {
         }
         do { return try WebApp(folder: folder) } catch { fatalError("CouchChat's web app: \(error)") }
     }()
-
-    /// What CouchChat calls a user, as Sync Gateway calls them by their user name: the email
-    /// of their account, lowercased. `nil` for services and deleted accounts.
-    public static func name(of principal: Principal, context: some ObjectReading) async throws -> String? {
-        try await context.email(of: principal)?.lowercased()
-    }
 }
 
 extension SyncApplication {

@@ -3,7 +3,7 @@ import PartitionSync
 /// Who reads and writes which partition: the sync function's `access()` grants and channels,
 /// as permission rules.
 ///
-/// A user is named by their account's email, lowercased (``CouchChat/name(of:context:)``).
+/// A user is named by their account's email, lowercased (``EmailName``, `context.emailName(of:)`).
 
 /// `profiles=all`: every user reads every profile (to pick whom to invite). Users write here,
 /// but ``CouchChatValidator`` lets each write only their own profile.
@@ -25,12 +25,12 @@ struct ProfilesRule: PermissionRule {
 /// checked again and end with `permission_revoked` for whoever it no longer admits.
 struct RoomRule: PermissionRule {
     func canRead(_ principal: Principal, _ partition: Partition, context: PermissionContext) async throws -> Bool {
-        guard let name = try await CouchChat.name(of: principal, context: context) else { return false }
+        guard let name = try await context.emailName(of: principal) else { return false }
         return try await context.object(Room.self, id: partition.value)?.admits(name) ?? false
     }
 
     func canWrite(_ principal: Principal, _ partition: Partition, context: PermissionContext) async throws -> Bool {
-        guard let name = try await CouchChat.name(of: principal, context: context) else { return false }
+        guard let name = try await context.emailName(of: principal) else { return false }
         guard let room = try await context.object(Room.self, id: partition.value) else { return true }
         return room.admits(name)
     }

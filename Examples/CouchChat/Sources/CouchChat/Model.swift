@@ -126,14 +126,24 @@ public struct RoomList: SyncModel, Hashable {
     }
 }
 
+/// CouchChat's kinds of partition.
+extension PartitionKind {
+    /// `profiles=all`: every profile.
+    public static let profiles = PartitionKind("profiles")
+    /// `room=<roomId>`: a room and its chat messages.
+    public static let room = PartitionKind("room")
+    /// `user=<userId>`: the user's room list.
+    public static let user = PartitionKind("user")
+}
+
 /// CouchChat's partitions.
 public enum CouchChatPartitions {
     /// `profiles=all`: every profile.
-    public static let profiles = try! Partition("profiles=all")
+    public static let profiles = try! PartitionKind.profiles("all")
 
     /// `room=<roomId>`: a room and its chat messages.
-    public static func room(_ id: String) throws -> Partition { try Partition(key: "room", value: id) }
+    public static func room(_ id: String) throws -> Partition { try PartitionKind.room(id) }
 
     /// `user=<userId>`: the user's room list.
-    public static func user(_ userID: String) throws -> Partition { try Partition(key: "user", value: userID) }
+    public static func user(_ userID: String) throws -> Partition { try PartitionKind.user(userID) }
 }

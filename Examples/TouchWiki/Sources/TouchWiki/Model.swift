@@ -137,11 +137,19 @@ public enum TouchWikiModels {
     public static let factory = ModelFactory(Wiki.self, WikiPage.self)
 }
 
+/// TouchWiki's kinds of partition.
+extension PartitionKind {
+    /// `wiki=<wikiId>`: a wiki and its pages.
+    public static let wiki = PartitionKind("wiki")
+    /// `user=<userId>`: the user's list of wikis.
+    public static let user = PartitionKind("user")
+}
+
 /// TouchWiki's partitions.
 public enum TouchWikiPartitions {
     /// `wiki=<wikiId>`: a wiki and its pages.
-    public static func wiki(_ id: String) throws -> Partition { try Partition(key: "wiki", value: id) }
+    public static func wiki(_ id: String) throws -> Partition { try PartitionKind.wiki(id) }
 
     /// `user=<userId>`: the user's list of wikis.
-    public static func user(_ userID: String) throws -> Partition { try Partition(key: "user", value: userID) }
+    public static func user(_ userID: String) throws -> Partition { try PartitionKind.user(userID) }
 }

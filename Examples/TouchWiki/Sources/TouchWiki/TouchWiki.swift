@@ -12,10 +12,10 @@ public enum TouchWiki {
     /// the web app.
     public static var application: SyncApplication {
         var permissions = Permissions()
-        permissions.register(WikiRule(), forKey: "wiki")
+        permissions.register(WikiRule(), for: .wiki)
         permissions.register(
             ClosureRule(read: { principal, partition, _ in principal.userID == partition.value }, write: { _, _, _ in false }),
-            forKey: "user")
+            for: .user)
         for schema in TouchWikiSchemas.all { permissions.declare(schema) }
         permissions.refusesUndeclaredCollections = true
         permissions.add(TouchWikiValidator())
@@ -24,9 +24,9 @@ public enum TouchWiki {
             triggers: [TouchWikiTriggers.timestamps, TouchWikiTriggers.wikiLists, TouchWikiTriggers.accounts, TouchWikiTriggers.deletedWikis],
             // What the triggers search by: the pages of a wiki, the wikis that name a user.
             indexes: [
-                try! .field(collection: WikiPage.collection, path: "wiki_id"),
-                try! .field(collection: Wiki.collection, path: "owner_id"),
-                try! .arrayContains(collection: Wiki.collection, path: "members"),
+                .field(collection: WikiPage.collection, path: "wiki_id"),
+                .field(collection: Wiki.collection, path: "owner_id"),
+                .arrayContains(collection: Wiki.collection, path: "members"),
             ],
             web: web)
     }
@@ -39,12 +39,6 @@ public enum TouchWiki {
         }
         do { return try WebApp(folder: folder) } catch { fatalError("TouchWiki's web app: \(error)") }
     }()
-
-    /// What TouchWiki calls a user (the seed's user ids): the email of their account,
-    /// lowercased. `nil` for services and deleted accounts.
-    public static func name(of principal: Principal, context: some ObjectReading) async throws -> String? {
-        try await context.email(of: principal)?.lowercased()
-    }
 }
 
 extension SyncApplication {

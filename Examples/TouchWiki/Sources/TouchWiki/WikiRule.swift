@@ -8,12 +8,12 @@ import PartitionSync
 /// loses theirs with `permission_revoked`.
 struct WikiRule: PermissionRule {
     func canRead(_ principal: Principal, _ partition: Partition, context: PermissionContext) async throws -> Bool {
-        guard let name = try await TouchWiki.name(of: principal, context: context) else { return false }
+        guard let name = try await context.emailName(of: principal) else { return false }
         return try await context.object(Wiki.self, id: partition.value)?.admits(name) ?? false
     }
 
     func canWrite(_ principal: Principal, _ partition: Partition, context: PermissionContext) async throws -> Bool {
-        guard let name = try await TouchWiki.name(of: principal, context: context) else { return false }
+        guard let name = try await context.emailName(of: principal) else { return false }
         guard let wiki = try await context.object(Wiki.self, id: partition.value) else { return true }
         return wiki.admits(name)
     }

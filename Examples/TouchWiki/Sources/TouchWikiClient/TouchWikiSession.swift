@@ -114,7 +114,7 @@ public struct TouchWikiSession: Sendable {
     /// The pages with a draft on this device, as `(wiki id, page name)`.
     public func drafts() async throws -> [(wiki: String, page: String)] {
         try await client.drafts().compactMap { draft in
-            guard draft.partition.key == "wiki" else { return nil }
+            guard draft.partition.kind == .wiki else { return nil }
             return (draft.partition.value, String(draft.id.dropFirst(draft.partition.value.count + 1)))
         }
     }

@@ -1,37 +1,20 @@
-import Foundation
 import PartitionSync
 import SyncTesting
-import Testing
 import TouchWiki
 
-/// A TouchWiki server on a fresh database, and its users as WebSocket clients.
-struct TouchWikiHarness {
-    let server: TestServer
-    let db: TestDatabase
+/// A TouchWiki server on a fresh database, and its users as WebSocket clients: the test kit's
+/// `TestApplication`, with what TouchWiki's tests share.
+typealias TouchWikiHarness = TestApplication
 
+extension TestApplication {
     /// Runs `body` with a TouchWiki server on a new database.
-    static func with(_ body: @escaping @Sendable (TouchWikiHarness) async throws -> Void) async throws {
-        try await TestDatabase.with { db in
-            try await TestServer.with(database: db, application: .touchWiki) { server in
-                try await body(TouchWikiHarness(server: server, db: db))
-            }
-        }
-    }
-
-    /// A registered user with a connected WebSocket client.
-    struct User {
-        let email: String
-        let tokens: TestHTTPClient.Tokens
-        let client: TestSyncClient
-        var id: String { tokens.userID }
+    static func with(_ body: @escaping @Sendable (TestApplication) async throws -> Void) async throws {
+        try await with(.touchWiki, body)
     }
 
     /// Registers `email` and connects a client; waits until the server has made their list.
     func user(_ email: String) async throws -> User {
-        let tokens = try await server.register(email)
-        let client = try await server.connect(token: tokens.accessToken)
-        #expect(try await TestTriggers.eventually { try await db.object(WikiList.self, id: tokens.userID) != nil })
-        return User(email: email, tokens: tokens, client: client)
+        try await user(email) { db, user in try await db.object(WikiList.self, id: user.id) != nil }
     }
 
     /// Waits until the stored wiki list of `user` satisfies `condition`.
@@ -40,12 +23,7 @@ struct TouchWikiHarness {
     }
 }
 
-extension TouchWikiHarness.User {
-    /// Uploads operations and returns the answer.
-    func upload(_ operations: [SyncOperation], to partition: Partition) async throws -> ServerMessage {
-        try await client.upload(operations, to: partition, requestId: "r-" + UUID().uuidString)
-    }
-
+extension TestApplication.User {
     /// Puts documents into a wiki's partition.
     func put(_ models: any SyncModel..., in wiki: String) async throws -> ServerMessage {
         try await upload(models.map { try $0.putOperation() }, to: try TouchWikiPartitions.wiki(wiki))

@@ -1,3 +1,4 @@
+import PartitionSync
 import PostgresNIO
 import SyncProtocol
 @testable import SyncStorage
@@ -5,7 +6,7 @@ import SyncTesting
 import Testing
 
 @Suite("Body searches in memory", .timeLimit(.minutes(30)))
-struct BodyPredicateTests {
+struct ObjectSearchTests {
     /// Bodies and searches whose in-memory answer must equal PostgreSQL's.
     static let bodies: [[String: JSONValue]] = [
         ["conversations": [["id": "c1", "unreadCount": 3, "members": [["userName": "a"]]], ["id": "c2"]]],
@@ -21,29 +22,29 @@ struct BodyPredicateTests {
         ["conversations": [["id": ["nested": "c1"]], ["id": 7]], "rooms": ["list": [["id": "c1"], ["id": "c2"]]]],
         ["rooms": ["list": ["id": "c2"]]],
     ]
-    static let searches: [BodyPredicate] = [
-        BodyPredicate(path: "conversations", condition: .arrayContains(["id": "c1"])),
-        BodyPredicate(path: "conversations", condition: .arrayContains(["id": "c1", "unreadCount": 3])),
-        BodyPredicate(path: "conversations", condition: .arrayContains(["members": [["userName": "a"]]])),
-        BodyPredicate(path: "conversations", condition: .arrayContains(["tags": ["y"]])),
-        BodyPredicate(path: "conversations", condition: .arrayContains(["id": 1])),
-        BodyPredicate(path: "conversations", condition: .arrayContains("c1")),
-        BodyPredicate(path: "conversations", condition: .arrayContains([:])),
-        BodyPredicate(path: "userName", condition: .field(["a", "7"])),
-        BodyPredicate(path: "profile.name", condition: .field(["c1"])),
-        BodyPredicate(path: "profile.age", condition: .field(["30"])),
-        BodyPredicate(path: "profile.vip", condition: .field(["true"])),
-        BodyPredicate(path: "profile.none", condition: .field(["null", ""])),
-        BodyPredicate(path: "conversations", condition: .elementField("id", "c1")),
-        BodyPredicate(path: "conversations", condition: .elementField("id", "c2")),
-        BodyPredicate(path: "conversations", condition: .elementField("id", 1)),
-        BodyPredicate(path: "conversations", condition: .elementField("id", 7.0)),
-        BodyPredicate(path: "conversations", condition: .elementField("id", .null)),
-        BodyPredicate(path: "conversations", condition: .elementField("id", ["c1"])),
-        BodyPredicate(path: "conversations", condition: .elementField("id", ["nested": "c1"])),
-        BodyPredicate(path: "conversations", condition: .elementField("name", "x")),
-        BodyPredicate(path: "rooms.list", condition: .elementField("id", "c2")),
-        BodyPredicate(path: "profile", condition: .elementField("name", "c1")),
+    static let searches: [ObjectSearch] = [
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .arrayContains(["id": "c1"])),
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .arrayContains(["id": "c1", "unreadCount": 3])),
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .arrayContains(["members": [["userName": "a"]]])),
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .arrayContains(["tags": ["y"]])),
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .arrayContains(["id": 1])),
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .arrayContains("c1")),
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .arrayContains([:])),
+        ObjectSearch(collection: "Doc", path: "userName", condition: .field(["a", "7"])),
+        ObjectSearch(collection: "Doc", path: "profile.name", condition: .field(["c1"])),
+        ObjectSearch(collection: "Doc", path: "profile.age", condition: .field(["30"])),
+        ObjectSearch(collection: "Doc", path: "profile.vip", condition: .field(["true"])),
+        ObjectSearch(collection: "Doc", path: "profile.none", condition: .field(["null", ""])),
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .elementField("id", "c1")),
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .elementField("id", "c2")),
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .elementField("id", 1)),
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .elementField("id", 7.0)),
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .elementField("id", .null)),
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .elementField("id", ["c1"])),
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .elementField("id", ["nested": "c1"])),
+        ObjectSearch(collection: "Doc", path: "conversations", condition: .elementField("name", "x")),
+        ObjectSearch(collection: "Doc", path: "rooms.list", condition: .elementField("id", "c2")),
+        ObjectSearch(collection: "Doc", path: "profile", condition: .elementField("name", "c1")),
     ]
 
     @Test("searches evaluated in memory answer as PostgreSQL's jsonb operators do")
@@ -51,7 +52,7 @@ struct BodyPredicateTests {
         try await TestDatabase.with { db in
             for predicate in Self.searches {
                 for body in Self.bodies {
-                    let literal = "'{" + predicate.path.joined(separator: ",") + "}'"
+                    let literal = "'{" + predicate.path.split(separator: ".").joined(separator: ",") + "}'"
                     var query: PostgresQuery
                     switch predicate.condition {
                     case .field(let values):
@@ -63,7 +64,7 @@ struct BodyPredicateTests {
                         query.binds.append(JSONB(value: .object(body)), context: .default)
                         query.binds.append(JSONB(value: .array([element])), context: .default)
                     case .elementField(let field, let value):
-                        let expression = ObjectIndex.elementsExpression(path: predicate.path.joined(separator: "."), field: field, of: "$1::jsonb")
+                        let expression = ObjectIndex.elementsExpression(path: predicate.path, field: field, of: "$1::jsonb")
                         query = PostgresQuery(unsafeSQL: "SELECT coalesce(\(expression) @> $2, false)")
                         query.binds.append(JSONB(value: .object(body)), context: .default)
                         query.binds.append(JSONB(value: .array([value])), context: .default)

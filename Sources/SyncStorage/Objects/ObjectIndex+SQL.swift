@@ -1,76 +1,11 @@
 import Foundation
 import Logging
+import PartitionSync
 import PostgresNIO
 import SyncProtocol
 
-/// An index an application declares on object bodies, for the searches of its triggers and
-/// rules (``WriteTransaction/find(_:where:in:)``, ``WriteTransaction/find(_:whereArray:field:is:)``,
-/// ``WriteTransaction/find(_:whereArray:contains:)``). Created at server start if missing;
-/// indexes named `psync_ix_…` that no longer are declared are dropped then.
-public struct ObjectIndex: Sendable, Hashable {
-    enum Kind: Hashable {
-        case field
-        case arrayContains
-        /// The values of one field of an array's elements.
-        case arrayElements(field: String)
-    }
-
-    let kind: Kind
-    public let collection: String
-    /// Dot-separated field names of letters, digits and `_`.
-    public let path: String
-
-    /// Objects of a collection by the text value at a path: `User` by `userName`.
-    public static func field(collection: String, path: String) throws(SyncError) -> ObjectIndex {
-        try ObjectIndex(kind: .field, collection: collection, path: path)
-    }
-
-    /// Objects of a collection by the elements of an array at a path: `User` by the `id`s in
-    /// `conversations` (a GIN index for JSON containment).
-    public static func arrayContains(collection: String, path: String) throws(SyncError) -> ObjectIndex {
-        try ObjectIndex(kind: .arrayContains, collection: collection, path: path)
-    }
-
-    /// Objects of a collection by one field of the elements of an array at a path: `User` by
-    /// the `id` of each of its `conversations`. It serves
-    /// ``WriteTransaction/find(_:whereArray:field:is:)``.
-    ///
-    /// Not an index of `psync_objects` but rows of `psync_element_entries`, one per object and
-    /// value, kept by triggers (migration 0007): they are rewritten only when the values
-    /// change, so a record rewritten often for other reasons (RChat raises unread counts in
-    /// it) leaves them alone, and a search reads only live entries — where an index of the
-    /// body would hold an entry for every version of the record until VACUUM.
-    public static func arrayElements(collection: String, path: String, field: String) throws(SyncError) -> ObjectIndex {
-        try checkPath(field)
-        return try ObjectIndex(kind: .arrayElements(field: field), collection: collection, path: path)
-    }
-
-    private init(kind: Kind, collection: String, path: String) throws(SyncError) {
-        _ = try ObjectKey(collection: collection, id: "x")
-        try Self.checkPath(path)
-        self.kind = kind
-        self.collection = collection
-        self.path = path
-        // PostgreSQL cuts longer identifiers short: the index, or an element index's triggers
-        // (its name and a suffix), would not be found again by name.
-        let longest = Self.maximumIdentifierBytes - (isTableIndex ? 0 : Self.triggerSuffixes.map(\.utf8.count).max()!)
-        guard name.utf8.count <= longest else {
-            throw SyncError(.invalidPath, "the index name \(name) is longer than \(longest) bytes: use a shorter collection, path or field")
-        }
-    }
-
-    /// PostgreSQL's longest identifier (NAMEDATALEN - 1).
-    static let maximumIdentifierBytes = 63
-
-    static func checkPath(_ path: String) throws(SyncError) {
-        let fields = path.split(separator: ".", omittingEmptySubsequences: false)
-        guard !fields.isEmpty, fields.allSatisfy({ field in
-            !field.isEmpty && field.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
-        }) else {
-            throw SyncError(.invalidPath, "an index or search path is dot-separated names of letters, digits and '_'")
-        }
-    }
-
+/// An index's SQL: what ``ObjectStore/createIndexes(_:)`` runs and the searches read.
+extension ObjectIndex {
     /// `'{a,b}'`: the path as a PostgreSQL text-array literal (safe: names are checked).
     static func literal(_ path: String) -> String {
         "'{" + path.split(separator: ".").joined(separator: ",") + "}'"
@@ -88,18 +23,6 @@ public struct ObjectIndex: Sendable, Hashable {
     /// undeclared element index scans the collection with it.
     static func elementsExpression(path: String, field: String, of document: String = "body") -> String {
         "jsonb_path_query_array(\(document), '\(elementsPath(path: path, field: field))')"
-    }
-
-    static let namePrefix = "psync_ix_"
-
-    var name: String {
-        let suffix: String
-        switch kind {
-        case .field: suffix = "field"
-        case .arrayContains: suffix = "contains"
-        case .arrayElements(let field): suffix = "\(field.lowercased())_elements"
-        }
-        return "\(Self.namePrefix)\(collection.lowercased())_\(path.replacingOccurrences(of: ".", with: "_").lowercased())_\(suffix)"
     }
 
     /// The statements that create the index if it is missing and bring its settings up to date.
@@ -125,13 +48,6 @@ public struct ObjectIndex: Sendable, Hashable {
 
     /// Whether the index is an index of `psync_objects` (an element index is rows of
     /// `psync_element_entries` kept by triggers).
-    var isTableIndex: Bool {
-        if case .arrayElements = kind { return false }
-        return true
-    }
-
-    /// The names of an element index's triggers on `psync_objects`.
-    static let triggerSuffixes = ["_insert", "_update", "_delete"]
 
     /// The one statement (atomic) that installs an element index when its triggers are
     /// missing: with writes to `psync_objects` held off, it creates the triggers that keep its
@@ -172,8 +88,16 @@ public struct ObjectIndex: Sendable, Hashable {
 extension ObjectStore {
     /// Creates the declared indexes that are missing and drops the ones an earlier version of
     /// the application declared and this one does not (every index named `psync_ix_…` is
-    /// one), one server at a time (under the migrator's lock).
+    /// one), one server at a time (under the migrator's lock). A declaration that does not
+    /// check (``ObjectIndex/check()``) throws before any index is touched, naming it.
     package func createIndexes(_ indexes: [ObjectIndex]) async throws {
+        for index in indexes {
+            do {
+                try index.check()
+            } catch {
+                throw SyncError(error.code, "the index on \(index.collection) at \(index.path) is not valid: \(error.message)")
+            }
+        }
         try await client.withOpenConnection { connection in
             try await connection.query("SELECT pg_advisory_lock(\(Migrator.lockKey))", logger: logger)
             do {

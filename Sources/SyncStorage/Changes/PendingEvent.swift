@@ -1,0 +1,62 @@
+import PartitionSync
+import SyncProtocol
+
+/// An event recorded in a write transaction, numbered after commit.
+struct PendingEvent {
+    var kind: ChangeEvent.Kind
+    var operation: ChangeEvent.Operation
+    var key: ObjectKey?
+    var partition: Partition?
+    var version: Int64?
+    var userID: String?
+    var before: [String: JSONValue]?
+    var after: [String: JSONValue]?
+    /// `after` as JSON text, when the change had it already.
+    var encodedAfter: [UInt8]?
+    var changed: [String] = []
+    var removed: [String] = []
+    var author: String
+    var depth: Int
+
+    /// The event of an object change.
+    init(
+        change: ObjectChange, partition: Partition, version: Int64, author: String, depth: Int,
+        labelled label: ChangeEvent.Operation? = nil
+    ) {
+        self.author = author
+        self.depth = depth
+        kind = .object
+        key = change.key
+        self.partition = partition
+        self.version = version
+        before = change.before.body
+        after = change.after.body
+        encodedAfter = change.encodedBody
+        switch (change.before, change.after) {
+        case (.live, .deleted): operation = .delete
+        case (.live, .live): operation = change.replaced ? .replace : .update
+        default: operation = .insert
+        }
+        if let label { operation = label }
+        (changed, removed) = JSONDiff.paths(from: before, to: after)
+    }
+
+    /// An event about a user.
+    init(kind: ChangeEvent.Kind, operation: ChangeEvent.Operation, userID: String, after: [String: JSONValue]? = nil, author: String, depth: Int) {
+        self.author = author
+        self.depth = depth
+        self.kind = kind
+        self.operation = operation
+        self.userID = userID
+        self.after = after
+    }
+}
+
+extension PendingEvent {
+    /// The event as a trigger will see it (at position 0, made now), for ``EventInterest``.
+    var event: ChangeEvent {
+        ChangeEvent(
+            position: 0, kind: kind, operation: operation, key: key, partition: partition, version: version, userID: userID,
+            before: before, after: after, changedFields: changed, removedFields: removed, author: author, depth: depth)
+    }
+}

@@ -1,0 +1,24 @@
+import PartitionSync
+import SyncProtocol
+
+/// The engine's transaction is what validators read and trigger handlers read and write
+/// through (``ValidationContext``, ``TriggerContext``).
+extension WriteTransaction: ObjectTransaction {
+    package func bodies(of keys: [ObjectKey]) async throws -> [ObjectKey: [String: JSONValue]] {
+        try await load(keys).compactMapValues(\.state.body)
+    }
+
+    package func email(ofUser userID: String) async throws -> String? {
+        try await AccountStore.email(of: userID, on: connection, logger: logger)
+    }
+
+    package func userID(ofEmail email: String) async throws -> String? {
+        try await AccountStore.userID(ofEmail: email, on: connection, logger: logger)
+    }
+
+    /// Read under the user's presence lock: a session opening after this read commits its
+    /// `session opened` event after this transaction.
+    package func openSessions(of userID: String) async throws -> Int {
+        try await PresenceLedger.openSessions(of: userID, on: connection, logger: logger)
+    }
+}
