@@ -53,7 +53,7 @@ final class EventSequencer: Service, Sendable {
                 if isStopping { return }
                 runtime.logger.warning("sequencing events failed", metadata: ["error": "\(error.logText)"])
             }
-            await signal.wait(timeout: configuration.pollInterval)
+            await waitUnlessStopping(for: signal, timeout: configuration.pollInterval)
         }
     }
 }

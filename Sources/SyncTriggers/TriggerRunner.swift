@@ -58,7 +58,7 @@ final class TriggerRunner: Service, Sendable {
                     action = failed(&machine, error)
                 }
             case .waitForWake(let timeout):
-                await signal.wait(timeout: timeout)
+                await waitUnlessStopping(for: signal, timeout: timeout)
                 action = machine.waited(now: now)
             case .sleep(let duration):
                 await sleepUnlessStopping(duration, on: runtime.time)

@@ -1,4 +1,5 @@
 import PartitionSync
+import PostgresNIO
 import SyncProtocol
 import SyncStorage
 import SyncTesting
@@ -85,5 +86,32 @@ struct TriggerTimeTests {
         #expect(ticker.pendingCount == 1)
         clock.advance(by: .seconds(1))
         await #expect(throws: DeadlineError.self) { try await step.value }
+    }
+
+    @Test("a graceful shutdown ends a runner's wait for events at once, not at its poll interval")
+    func shutdownEndsTheWait() async throws {
+        try await TestDatabase.with { db in
+            let clock = MockClock()
+            var configuration = TestTriggers.fastConfiguration
+            configuration.time = clock.time
+            // Waits no test would sit out: the clock never moves in this test.
+            configuration.pollInterval = .seconds(3600)
+            configuration.leaseRenewal = .seconds(3600)
+            configuration.leaseDuration = .seconds(7200)
+            let service = TestTriggers.service(db.store(), [Trigger(name: "idle") { _, _ in }], configuration: configuration)
+            try await TestTriggers.running([service]) { () async throws in
+                // Once it holds its lease, the runner reads no events and waits for a wake-up.
+                let leased: @Sendable () async throws -> Bool = {
+                    var held = false
+                    let rows = try await db.client.query("SELECT lease_holder IS NOT NULL FROM psync_triggers WHERE name = 'idle'", logger: db.logger)
+                    for try await value in rows.decode(Bool.self) { held = value }
+                    return held
+                }
+                #expect(try await TestTriggers.eventually(leased))
+                await clock.sleepers(atLeast: 5)
+            }
+            // Returned without the clock moving: the runner's wait ended with the shutdown
+            // (before, it lasted the poll interval: this test ran into its time limit).
+        }
     }
 }
