@@ -53,7 +53,7 @@ package final class SyncServer: Service, Sendable {
         self.database = database
         self.application = application
         self.logger = logger
-        let revocations = RevocationList()
+        let revocations = RevocationList(now: configuration.time.now)
         self.revocations = revocations
         self.sessions = SessionRegistry(revocations: revocations, time: configuration.time)
         let host = ProcessInfo.processInfo.hostName
@@ -178,7 +178,7 @@ package final class SyncServer: Service, Sendable {
         runningInstances.withLock { $0 = instances }
         let listener = ChangeListener(
             url: database, hub: hub, readiness: readiness, revocations: revocations, revocationLedger: RevocationLedger(store: store),
-            logger: logger
+            time: configuration.time, logger: logger
         ) { notification in
             if case .instanceArrived = notification {
                 instances.arrived()
@@ -337,7 +337,7 @@ package final class SyncServer: Service, Sendable {
         // While other instances run, a new trigger starts only after they have all looked.
         if !new.isEmpty, try await ledger.anyLeaseHeld() {
             logger.info("new triggers: waiting until the running instances record their events", metadata: ["triggers": "\(new)"])
-            try await Task.sleep(for: configuration.triggers.pollInterval * 2)
+            try await configuration.time.sleep(for: configuration.triggers.pollInterval * 2)
             try await ledger.restart(new)
         }
     }

@@ -18,8 +18,12 @@ final class RevocationList: Sendable {
     }
 
     private let state = Locked(State())
+    /// The date lapsed entries are dropped against (``ServerConfiguration/time``).
+    private let now: @Sendable () -> Date
 
-    init() {}
+    init(now: @escaping @Sendable () -> Date = SyncClock.system.now) {
+        self.now = now
+    }
 
     /// Whether any of these revocations is in force.
     func revokes(_ candidates: [Revocation]) -> Bool {
@@ -44,7 +48,7 @@ final class RevocationList: Sendable {
             state.insertsSincePrune += revocations.count
             if state.insertsSincePrune >= 1_024 {
                 // Lapsed entries cover only tokens that expired; drop them now and then.
-                let now = Date()
+                let now = now()
                 state.entries = state.entries.filter { $0.value.map { $0 > now } ?? true }
                 state.insertsSincePrune = 0
             }

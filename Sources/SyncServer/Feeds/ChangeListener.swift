@@ -23,12 +23,15 @@ package final class ChangeListener: Service, Sendable {
     let notified: @Sendable (ChangeNotification) -> Void
     let revocations: RevocationList
     let revocationLedger: RevocationLedger
+    /// Time for the backoff between attempts to listen again.
+    let time: SyncClock
 
     init(
         url: DatabaseURL, hub: SubscriptionHub, readiness: Readiness, revocations: RevocationList, revocationLedger: RevocationLedger,
-        logger: Logger, notified: @escaping @Sendable (ChangeNotification) -> Void
+        time: SyncClock, logger: Logger, notified: @escaping @Sendable (ChangeNotification) -> Void
     ) {
         self.url = url
+        self.time = time
         self.hub = hub
         self.readiness = readiness
         self.revocations = revocations
@@ -51,7 +54,7 @@ package final class ChangeListener: Service, Sendable {
                 attempt += 1
                 // The backoff ends early on shutdown.
                 let backoff = Duration.milliseconds(min(50 * (1 << min(attempt, 6)), 2_000))
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: backoff) }
+                try? await cancelWhenGracefulShutdown { [time] in try await time.sleep(for: backoff) }
             }
         } onCancelOrGracefulShutdown: {}
     }

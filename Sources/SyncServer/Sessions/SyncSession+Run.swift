@@ -232,7 +232,7 @@ extension SyncSession {
                 let failure = ServerError.describe(error, logger: logger)
                 if failure.code == .unavailable {
                     // Try again shortly; the subscription stays.
-                    try? await Task.sleep(for: .milliseconds(500))
+                    try? await services.time.sleep(for: .milliseconds(500))
                     requestWork()
                     return
                 }
