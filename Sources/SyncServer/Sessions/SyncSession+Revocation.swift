@@ -23,7 +23,7 @@ extension SyncSession {
     /// logged out, its API key revoked): `error` `session_revoked`, then close 4001. An
     /// in-memory lookup; the registry calls it whenever the revocations change and on every sweep.
     func closeIfRevoked(_ revocations: RevocationList) {
-        let (revokedBy, closing) = state.withLock { ($0.revokedBy, $0.closing) }
+        let (revokedBy, closing) = state.withLock { ($0.revokedBy, $0.lifecycle.isClosing) }
         guard !closing, revocations.revokes(revokedBy) else { return }
         logger.info("credential revoked; closing the session")
         send(.error(SyncError(.sessionRevoked, "the session's credential was revoked"), partition: nil))

@@ -35,7 +35,7 @@ extension SyncSession {
                 // the main task, which sends the close frame first.
                 if let error = await self.readLoop(inbound) {
                     self.eventSink.yield(.ended(error))
-                } else if !self.state.withLock({ $0.closing || $0.shuttingDown }) {
+                } else if self.state.withLock({ $0.lifecycle.isOpen }) {
                     self.eventSink.yield(.ended(nil))
                 }
             }
@@ -45,7 +45,7 @@ extension SyncSession {
             events: for await event in events {
                 switch event {
                 case .write:
-                    state.withLock { $0.writeSignalled = false }
+                    state.withLock { $0.lifecycle.writerLooks() }
                     guard await writeQueued(outbound) else { break events }
                 case .ended(let error):
                     failure = error
@@ -58,7 +58,7 @@ extension SyncSession {
         // Nothing more is sent: the worker stops (an upload being applied is finished), and no
         // other starts.
         let worker = state.withLock { state in
-            state.closing = true
+            _ = state.lifecycle.closed()
             return state.worker
         }
         worker?.cancel()
@@ -69,10 +69,7 @@ extension SyncSession {
     /// The server is shutting down: close with 1001 now, or after the upload being applied
     /// has been answered.
     func beginShutdown() {
-        let closeNow = state.withLock { state -> Bool in
-            state.shuttingDown = true
-            return !state.uploading
-        }
+        let closeNow = state.withLock { $0.lifecycle.shutdownBegan() }
         if closeNow { close(.goingAway, "the server is shutting down") }
     }
 
@@ -101,11 +98,11 @@ extension SyncSession {
                     break
                 }
                 await handle(bytes)
-                if state.withLock({ $0.shuttingDown || $0.closing }) { break }
+                if !state.withLock({ $0.lifecycle.isOpen }) { break }
             }
         } catch {
             logger.debug("session input refused", metadata: ["error": "\(error)"])
-            state.withLock { $0.closing = true }
+            _ = state.withLock { $0.lifecycle.closed() }
             return error
         }
         return nil
@@ -155,7 +152,7 @@ extension SyncSession {
     /// frame; the writer sends it and ends the session.
     func checkTimeouts(now: Duration, date: Date) {
         let (last, opened, expires, authenticated, closing) = state.withLock {
-            ($0.lastActivity, $0.opened, $0.expires, $0.principal != nil, $0.closing)
+            ($0.lastActivity, $0.opened, $0.expires, $0.principal != nil, $0.lifecycle.isClosing)
         }
         guard !closing else { return }
         if !authenticated, now - opened > services.configuration.authTimeout {
@@ -180,18 +177,13 @@ extension SyncSession {
     /// request starts another).
     func work() async {
         while !Task.isCancelled {
-            state.withLock { $0.moreWork = false }
+            state.withLock { $0.lifecycle.workerLooks() }
             if await applyQueuedUploads() == .closed { return }
             await recheckPermissions()
             await catchUp()
-            let done = state.withLock { state -> Bool in
-                guard !state.moreWork, state.uploads.isEmpty || state.closing || state.shuttingDown else { return false }
-                state.working = false
-                return true
-            }
-            if done { return }
+            if state.withLock({ $0.lifecycle.workerPassed(uploadsWaiting: !$0.uploads.isEmpty) }) { return }
         }
-        state.withLock { $0.working = false }
+        state.withLock { $0.lifecycle.workerCancelled() }
     }
 
     /// Reads pages for catching-up subscriptions while the queue has room: the next page of a
@@ -200,7 +192,7 @@ extension SyncSession {
     private func catchUp() async {
         while !Task.isCancelled {
             let next = state.withLock { state -> (Partition, Int, Cursor?, Bool)? in
-                guard !state.closing, state.outbox.pageBytes < services.configuration.outboxLimitBytes / 2 else { return nil }
+                guard !state.lifecycle.isClosing, state.outbox.pageBytes < services.configuration.outboxLimitBytes / 2 else { return nil }
                 guard let (partition, subscription) = state.subscriptions.first(where: { partition, subscription in
                     let pending = state.outbox.pendingPages(partition, generation: subscription.generation)
                     return subscription.mode == .catchingUp && !subscription.fetching && pending < 4

@@ -18,7 +18,7 @@ extension SyncSession {
     /// the wait when it takes uploads, a close when the session ends).
     func enqueueUpload(_ upload: QueuedUpload) async {
         let limit = max(1, services.configuration.maximumQueuedUploads)
-        let isFull: @Sendable (State) -> Bool = { $0.uploads.count >= limit && !$0.closing }
+        let isFull: @Sendable (State) -> Bool = { $0.uploads.count >= limit && !$0.lifecycle.isClosing }
         while state.withLock({ isFull($0) }) {
             await withTaskCancellationHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -57,9 +57,8 @@ extension SyncSession {
         while let batch = takeUploadBatch() {
             await apply(batch)
             let closeNow = state.withLock { state -> Bool in
-                state.uploading = false
                 state.outbox.heldBack = nil
-                return state.shuttingDown
+                return state.lifecycle.uploadBatchAnswered()
             }
             signalWriter()
             if closeNow {
@@ -75,7 +74,7 @@ extension SyncSession {
     /// them, and their request ids make that harmless).
     private func takeUploadBatch() -> [QueuedUpload]? {
         let (batch, reader) = state.withLock { state -> ([QueuedUpload]?, CheckedContinuation<Void, Never>?) in
-            guard !state.closing, !state.shuttingDown, let first = state.uploads.first else { return (nil, nil) }
+            guard state.lifecycle.acceptsUploadBatch, let first = state.uploads.first else { return (nil, nil) }
             var batch: [QueuedUpload] = []
             var operations = 0
             while let next = state.uploads.first, next.partition == first.partition, batch.count < Self.maximumBatchUploads,
@@ -84,7 +83,7 @@ extension SyncSession {
                 batch.append(state.uploads.removeFirst())
                 operations += next.operations.count
             }
-            state.uploading = true
+            state.lifecycle.uploadBatchBegan()
             state.outbox.heldBack = first.partition
             defer { state.uploadRoom = nil }
             return (batch, state.uploadRoom)

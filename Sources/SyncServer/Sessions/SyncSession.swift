@@ -75,7 +75,8 @@ final class SyncSession: FeedSubscriber, Sendable {
         var nextGeneration = 1
         /// What is to be sent, and the pages each subscription has queued or in the writer.
         var outbox: SessionOutbox
-        var closing = false
+        /// Closing, shutting down, uploading, the worker and the main task's wake-up.
+        var lifecycle = SessionLifecycle()
         /// Permission inputs that changed: the decisions depending on them are checked again.
         var recheck: Set<PermissionInput> = []
         /// Counts permission-input changes, to notice one that lands during a check.
@@ -83,10 +84,6 @@ final class SyncSession: FeedSubscriber, Sendable {
         /// The write decision of each partition uploaded to, and what it was decided on, until
         /// one of its inputs changes.
         var writeDecisions: [Partition: PermissionDecision] = [:]
-        var shuttingDown = false
-        /// A batch of uploads is being applied (the outbox holds back the pages of its
-        /// partition until the batch is answered, so the answers arrive first).
-        var uploading = false
         /// Uploads received and not yet applied, in order.
         var uploads: Deque<QueuedUpload> = []
         /// The reader, waiting for room in a full upload queue: resumed when the worker takes
@@ -98,14 +95,8 @@ final class SyncSession: FeedSubscriber, Sendable {
         var presentUser: String?
         /// The user whose session bound this session counts against.
         var countedUser: String?
-        /// A worker task is running.
-        var working = false
         /// The last worker started: the session waits for it before it ends.
         var worker: Task<Void, Never>?
-        /// Work was asked for while the worker ran: it looks again before it ends.
-        var moreWork = false
-        /// A `write` event is on its way to the main task.
-        var writeSignalled = false
     }
 
     /// What the session's main task is told by its reader and the others.
@@ -148,27 +139,13 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     /// Tells the main task that items wait in the queue (once until it looks).
     func signalWriter() {
-        let signal = state.withLock { state -> Bool in
-            guard !state.writeSignalled else { return false }
-            state.writeSignalled = true
-            return true
-        }
-        if signal { eventSink.yield(.write) }
+        if state.withLock({ $0.lifecycle.itemsQueued() }) { eventSink.yield(.write) }
     }
 
     /// Asks for the worker: starts one, or tells the running one to look again; none once the
     /// session is closing.
     func requestWork() {
-        let start = state.withLock { state -> Bool in
-            guard !state.closing else { return false }
-            if state.working {
-                state.moreWork = true
-                return false
-            }
-            state.working = true
-            return true
-        }
-        guard start else { return }
+        guard state.withLock({ $0.lifecycle.workRequested() }) else { return }
         let worker = Task { await self.work() }
         state.withLock { $0.worker = worker }
     }
@@ -205,7 +182,7 @@ final class SyncSession: FeedSubscriber, Sendable {
         if case .error(let error, _) = message { services.metrics.countError(error.code.rawValue) }
         let text = message.json.jsonString
         let outcome = state.withLock { state -> SessionOutbox.ReplyOutcome in
-            guard !state.closing else { return .closed }
+            guard !state.lifecycle.isClosing else { return .closed }
             return state.outbox.queueReply(text, ahead: ahead)
         }
         switch outcome {
@@ -218,8 +195,7 @@ final class SyncSession: FeedSubscriber, Sendable {
     /// Queues a close frame after what is queued; nothing is queued after it.
     func close(_ code: WebSocketErrorCode, _ reason: String) {
         let (queued, reader) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
-            guard !state.closing else { return (false, nil) }
-            state.closing = true
+            guard state.lifecycle.closed() else { return (false, nil) }
             _ = state.outbox.queueClose(code, reason)
             defer { state.uploadRoom = nil }
             return (true, state.uploadRoom)
@@ -231,7 +207,7 @@ final class SyncSession: FeedSubscriber, Sendable {
     /// Queues a page of a subscription, or reports that the queue is over its byte limit.
     /// Called with the state locked.
     func enqueuePage(_ page: SessionOutbox.Page, into state: inout State) -> Bool {
-        guard !state.closing, state.outbox.queuePage(page) else { return false }
+        guard !state.lifecycle.isClosing, state.outbox.queuePage(page) else { return false }
         services.metrics.observeQueue(bytes: state.outbox.pageBytes)
         if state.subscriptions[page.partition]?.mode == .catchingUp { state.subscriptions[page.partition]?.queued = page.cursor }
         return true
