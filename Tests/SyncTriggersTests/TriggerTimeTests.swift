@@ -108,7 +108,8 @@ struct TriggerTimeTests {
                     return held
                 }
                 #expect(try await TestTriggers.eventually(leased))
-                await clock.sleepers(atLeast: 5)
+                // The interest watcher, the watchdog, the sequencer and the runner wait on the clock.
+                await clock.sleepers(atLeast: 4)
             }
             // Returned without the clock moving: the runner's wait ended with the shutdown
             // (before, it lasted the poll interval: this test ran into its time limit).
