@@ -25,6 +25,8 @@ package struct ImportOptions: Sendable {
     package var windowDocuments: Int?
     /// Bytes of source documents (their blobs included) held by partition; `nil`: 4 batches' worth.
     package var windowBytes: Int?
+    /// Batches written at the same time, each its own transaction.
+    package var writers = 2
     /// The service name the import writes as (`service:<name>`): what the validators see.
     package var principal = "import"
     /// An App Services users export (a JSON array, as the Admin API lists users).

@@ -129,7 +129,7 @@ package struct Importer: Sendable {
         let author = principal.description
         var window = PartitionWindow<Partition, ImportBatch.Pending>(
             documentLimit: options.windowDocumentLimit, byteLimit: options.windowByteLimit)
-        var writing: Writing?
+        var writing: [Writing] = []
         var previousOffset: Int64 = 0
         let startBytes = progress.bytes
         while true {
@@ -180,12 +180,12 @@ package struct Importer: Sendable {
 
     /// Writes every document the window holds, and waits for the last batch.
     private func drain(
-        _ window: inout PartitionWindow<Partition, ImportBatch.Pending>, writing: inout Writing?, into report: inout ImportReport
+        _ window: inout PartitionWindow<Partition, ImportBatch.Pending>, writing: inout [Writing], into report: inout ImportReport
     ) async throws {
         while !window.isEmpty {
             try await flush(next(&window), writing: &writing, into: &report)
         }
-        try await finish(&writing, into: &report)
+        while !writing.isEmpty { try await finish(&writing, into: &report) }
     }
 
     /// The upload of one document, or its refusal (thrown).
@@ -219,25 +219,39 @@ package struct Importer: Sendable {
         }
     }
 
-    /// The batch being written while the window fills again: at most one, so the window and
-    /// one batch are in memory at the most, and the transactions never overlap.
+    /// A batch being written while the window fills again. Up to ``ImportOptions/writers`` at a
+    /// time, each its own transaction: one waits for PostgreSQL while the import applies and
+    /// checks the next (the window gives them different partitions, so they seldom wait for
+    /// each other's locks). Memory: the window and these batches.
     struct Writing {
         var batch: ImportBatch
         var task: Task<[ObjectStore.ImportOutcome], any Error>
     }
 
-    /// Starts writing `batch` (after the one being written is done and counted).
-    private func flush(_ batch: ImportBatch, writing: inout Writing?, into report: inout ImportReport) async throws {
-        try await finish(&writing, into: &report)
+    /// Starts writing `batch` (once fewer than ``ImportOptions/writers`` are being written, the
+    /// oldest done and counted first), after publishing its blobs: one at a time, here, so two
+    /// batches never store the same blob at once.
+    private func flush(_ batch: ImportBatch, writing: inout [Writing], into report: inout ImportReport) async throws {
+        while writing.count >= max(1, options.writers) { try await finish(&writing, into: &report) }
         guard !batch.isEmpty else { return }
-        writing = Writing(batch: batch, task: Task { try await write(batch) })
+        if !options.dryRun { try await publish(batch.blobs) }
+        writing.append(Writing(batch: batch, task: Task { try await write(batch) }))
     }
 
-    /// Waits for the batch being written and counts what became of each of its documents.
-    private func finish(_ writing: inout Writing?, into report: inout ImportReport) async throws {
-        guard let current = writing else { return }
-        writing = nil
-        let outcomes = try await current.task.value
+    /// Waits for the oldest batch being written and counts what became of each of its
+    /// documents. When it failed, waits for the others too (what they committed stays, and is
+    /// `unchanged` when the import runs again) before passing its error on.
+    private func finish(_ writing: inout [Writing], into report: inout ImportReport) async throws {
+        guard !writing.isEmpty else { return }
+        let current = writing.removeFirst()
+        let outcomes: [ObjectStore.ImportOutcome]
+        do {
+            outcomes = try await current.task.value
+        } catch {
+            for other in writing { _ = try? await other.task.value }
+            writing = []
+            throw error
+        }
         for (entry, outcome) in zip(current.batch.entries, outcomes) {
             let partition = entry.upload.partition.description
             switch outcome {
@@ -253,7 +267,6 @@ package struct Importer: Sendable {
 
     /// Writes a batch in one transaction (publishing its blobs first); what became of each document.
     private func write(_ batch: ImportBatch) async throws -> [ObjectStore.ImportOutcome] {
-        if !options.dryRun { try await publish(batch.blobs) }
         let permissions = application.permissions
         let principal = self.principal
         var partitions: [ObjectKey: Partition] = [:]
@@ -268,9 +281,23 @@ package struct Importer: Sendable {
         }
         let provisional = options.dryRun
             ? batch.blobs.map { BlobReference(digest: $0.key, length: Int64($0.value.bytes.count), contentType: $0.value.contentType) } : []
-        return try await store.importObjects(
-            batch.entries.map(\.upload), validate: validate, commit: !options.dryRun, provisionalBlobs: provisional)
+        let uploads = batch.entries.map(\.upload)
+        var attempt = 1
+        while true {
+            do {
+                return try await store.importObjects(uploads, validate: validate, commit: !options.dryRun, provisionalBlobs: provisional)
+            } catch let error as SyncError where error.code == .partitionMismatch && attempt < Self.conflictAttempts {
+                // An id of the batch was committed in another partition while the batch was
+                // written (by a batch written beside it: the same id twice in the export; or by
+                // a server): written again, the batch reads it, and that document alone is
+                // refused. Each attempt follows another transaction's commit.
+                attempt += 1
+            }
+        }
     }
+
+    /// How many times a batch is written whose ids other transactions keep creating meanwhile.
+    static let conflictAttempts = 20
 
     /// Stores the bytes of the blobs not stored yet, and records the import's service as a
     /// holder of each (so its writes may cite them).

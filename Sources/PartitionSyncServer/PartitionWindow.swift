@@ -9,9 +9,8 @@
 /// partition leaves when it holds about twice the window's average per partition, so a batch
 /// touches a fraction of the partitions it would in file order, in the same bounded memory.
 ///
-/// The documents of one partition leave in the order they came in (an id given twice in one
-/// partition is decided as in file order); documents of different partitions may be written in
-/// another order than the file's. Pure: no I/O, the caller writes the batches. (In the module
+/// The documents of one partition leave in the order they came in; documents of different
+/// partitions may leave in another order than the file's. Pure: no I/O, the caller writes the batches. (In the module
 /// that uses it, so that it is specialized: a generic window of another module copied its
 /// documents through value witnesses, which cost more CPU than the grouping saved.)
 package struct PartitionWindow<Key: Hashable, Element> {

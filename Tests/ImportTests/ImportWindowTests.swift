@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import PartitionSyncServer
 import PostgresNIO
 import SyncImport
@@ -8,8 +9,8 @@ import SyncTesting
 import Testing
 
 /// The import's read-ahead by partition (``PartitionWindow``): messages of many conversations
-/// interleaved in the export are written a few partitions per transaction, and what the
-/// partitions' versions and a client's catch-up say stays exact.
+/// interleaved in the export are written a few partitions per transaction, two transactions at
+/// a time, and what the partitions' versions and a client's catch-up say stays exact.
 @Suite("Import grouped by partition", .timeLimit(.minutes(10)))
 struct ImportWindowTests {
     static let rooms = 12
@@ -104,6 +105,35 @@ struct ImportWindowTests {
             let again = try await ImportHarness.run(db, Self.options(path))
             #expect(again.total.imported == 0 && again.total.unchanged == Self.rooms * Self.perRoom, "\(again.lines)")
             #expect(try await ImportResumeTests.stored(db) == writers, "no row written again")
+        }
+    }
+
+    @Test("an id given in two partitions, written by two transactions at once, is stored once and refused once; the import goes on")
+    func sameIDTwoPartitionsAtOnce() async throws {
+        try await TestDatabase.with { db in
+            // Each id twice in a row, in two rooms: the window puts the two in different
+            // batches, and two batches are written at a time.
+            let lines = (0..<600).flatMap { number in
+                [0, 1].map { copy in
+                    ImportRefusalTests.message(
+                        "twice-\(number)", text: "copy \(copy)", partition: "conversation=window-\((number + copy) % Self.rooms)")
+                }
+            }
+            var options = ImportOptions(paths: [try ImportRefusalTests.export("ChatMessage.json", lines)])
+            options.batchDocuments = 10
+            options.windowDocuments = 40
+            options.writers = 2
+            let printed = ImportHarness.Printed()
+            let report = try await ImportHarness.run(db, options, printed: printed)
+            #expect(report.failure == nil)
+            #expect(report.total.imported == 600 && report.total.refused == 600, "\(report.lines)")
+            let codes = Set(printed.refusals.withLock { $0 }.map(\.code))
+            #expect(codes.isSubset(of: ["partition_mismatch", "exists"]), "\(codes)")
+            var stored: [String: String] = [:]
+            for try await (id, partition) in try await db.client.query(
+                "SELECT id, partition FROM psync_objects WHERE collection = 'ChatMessage'"
+            ).decode((String, String).self) { stored[id] = partition }
+            #expect(stored.count == 600)
         }
     }
 }
