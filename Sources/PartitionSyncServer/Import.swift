@@ -49,6 +49,15 @@ struct Import: AsyncParsableCommand {
     @Option(name: .customLong("batch-bytes"), help: "Bytes of source documents per transaction (env PSYNC_IMPORT_BATCH_BYTES).")
     var batchBytes: Int = ProcessInfo.processInfo.environment["PSYNC_IMPORT_BATCH_BYTES"].flatMap(Int.init) ?? 8 << 20
 
+    @Option(name: .customLong("window-documents"), help: "Documents read ahead and grouped by partition, so each transaction writes to few partitions (default: 20 batches; the batch size: file order; env PSYNC_IMPORT_WINDOW_DOCUMENTS).")
+    var windowDocuments: Int? = ProcessInfo.processInfo.environment["PSYNC_IMPORT_WINDOW_DOCUMENTS"].flatMap(Int.init)
+
+    @Option(name: .customLong("window-bytes"), help: "Bytes of source documents read ahead (default: 4 batches; env PSYNC_IMPORT_WINDOW_BYTES).")
+    var windowBytes: Int? = ProcessInfo.processInfo.environment["PSYNC_IMPORT_WINDOW_BYTES"].flatMap(Int.init)
+
+    @Option(help: "Batches written at the same time, each its own transaction (env PSYNC_IMPORT_WRITERS).")
+    var writers: Int = ProcessInfo.processInfo.environment["PSYNC_IMPORT_WRITERS"].flatMap(Int.init) ?? 2
+
     @Option(name: .customLong("blob-max-bytes"), help: "Largest binary field stored as a blob (env PSYNC_BLOB_MAX_BYTES).")
     var blobMaxBytes: Int64 = ProcessInfo.processInfo.environment["PSYNC_BLOB_MAX_BYTES"].flatMap(Int64.init) ?? 32 << 20
 
@@ -85,6 +94,8 @@ struct Import: AsyncParsableCommand {
     func validate() throws {
         guard !paths.isEmpty || users != nil else { throw ValidationError("give export files or folders, or --users") }
         guard batchDocuments > 0, batchBytes > 0 else { throw ValidationError("batch sizes are positive") }
+        guard writers > 0 else { throw ValidationError("--writers is positive") }
+        guard (windowDocuments ?? 1) > 0, (windowBytes ?? 1) > 0 else { throw ValidationError("window sizes are positive") }
     }
 
     var options: ImportOptions {
@@ -96,6 +107,9 @@ struct Import: AsyncParsableCommand {
         options.dryRun = dryRun
         options.batchDocuments = batchDocuments
         options.batchBytes = batchBytes
+        options.windowDocuments = windowDocuments
+        options.windowBytes = windowBytes
+        options.writers = writers
         options.blobMaximumBytes = blobMaxBytes
         options.principal = principal
         options.usersFile = users

@@ -6,26 +6,37 @@ import SyncImport
 import SyncProtocol
 import SyncStorage
 
-/// The documents of one import transaction, gathered until the batch is full, with the blobs
-/// their binary fields became.
+/// The documents of one import transaction, taken from the ``PartitionWindow`` of the
+/// documents read, with the blobs their binary fields became.
 struct ImportBatch: Sendable {
     struct Entry: Sendable {
         var upload: Upload
         var collection: String
+        /// Where the document was read, its `_id` the only field kept.
         var source: SourceDocument
     }
 
+    /// A document read and mapped, waiting in the window with the blobs it holds.
+    struct Pending: Sendable {
+        var entry: Entry
+        var blobs: [(digest: BlobDigest, bytes: [UInt8], contentType: String)]
+    }
+
     var entries: [Entry] = []
-    /// Bytes of the source documents, blobs included.
-    var bytes = 0
     /// The bytes of each blob to publish before the batch is written.
     var blobs: [BlobDigest: (bytes: [UInt8], contentType: String)] = [:]
 
-    var isEmpty: Bool { entries.isEmpty }
-
-    func isFull(documents: Int, bytes limit: Int) -> Bool {
-        entries.count >= documents || bytes >= limit
+    init(_ documents: [Pending] = []) {
+        entries.reserveCapacity(documents.count)
+        for document in documents {
+            entries.append(document.entry)
+            for blob in document.blobs where blobs[blob.digest] == nil {
+                blobs[blob.digest] = (blob.bytes, blob.contentType)
+            }
+        }
     }
+
+    var isEmpty: Bool { entries.isEmpty }
 }
 
 /// Receives the binary fields the application's mapping stores as blobs while a document is

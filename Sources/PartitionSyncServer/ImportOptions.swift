@@ -19,6 +19,14 @@ package struct ImportOptions: Sendable {
     /// Bytes of source documents (their blobs included) per transaction: a batch ends before
     /// the document that would pass it.
     package var batchBytes = 8 << 20
+    /// Documents read ahead and held by partition, so that each transaction writes to few
+    /// partitions (``PartitionWindow``); `nil`: 20 batches' worth. At most `batchDocuments`:
+    /// batches in file order.
+    package var windowDocuments: Int?
+    /// Bytes of source documents (their blobs included) held by partition; `nil`: 4 batches' worth.
+    package var windowBytes: Int?
+    /// Batches written at the same time, each its own transaction.
+    package var writers = 2
     /// The service name the import writes as (`service:<name>`): what the validators see.
     package var principal = "import"
     /// An App Services users export (a JSON array, as the Admin API lists users).
@@ -37,6 +45,11 @@ package struct ImportOptions: Sendable {
     package var reportPartitions = 1_000
     /// Refusals listed in the JSON report; the others counted (all are printed).
     package var reportRefusals = 10_000
+
+    /// The documents held by partition before a batch is written.
+    package var windowDocumentLimit: Int { max(batchDocuments, windowDocuments ?? 20 * batchDocuments) }
+    /// The bytes held by partition before a batch is written.
+    package var windowByteLimit: Int { max(batchBytes, windowBytes ?? 4 * batchBytes) }
 
     package init(paths: [String]) {
         self.paths = paths

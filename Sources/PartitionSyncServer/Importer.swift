@@ -8,11 +8,12 @@ import SyncStorage
 
 /// `import`'s work (docs/MIGRATING.md): reads the export files a document at a time, maps
 /// each (``DocumentPlacement``, the values by ``JSONMapper``, the application's
-/// ``ImportMapping``), and writes them in transactions of a bounded batch through the
+/// ``ImportMapping``), holds them by partition in a bounded window (``PartitionWindow``), and
+/// writes them in transactions of a bounded batch, a few partitions each, through the
 /// application's validators (``ObjectStore/importObjects(_:validate:commit:)``), so memory is
-/// bounded by the batch whatever the files' size. An object already stored is never written
-/// again: running the same import twice, or again after an interruption, stores each document
-/// once.
+/// bounded by the window and a batch whatever the files' size. An object already stored is
+/// never written again: running the same import twice, or again after an interruption, stores
+/// each document once.
 package struct Importer: Sendable {
     /// Where the import's lines go.
     package struct Output: Sendable {
@@ -126,8 +127,9 @@ package struct Importer: Sendable {
         let mapper = JSONMapper(policy: collector.policy(for: application.importing))
         let placement = self.placement
         let author = principal.description
-        var batch = ImportBatch()
-        var writing: Writing?
+        var window = PartitionWindow<Partition, ImportBatch.Pending>(
+            documentLimit: options.windowDocumentLimit, byteLimit: options.windowByteLimit)
+        var writing: [Writing] = []
         var previousOffset: Int64 = 0
         let startBytes = progress.bytes
         while true {
@@ -139,11 +141,10 @@ package struct Importer: Sendable {
                 guard let next else { break }
                 source = next
             } catch {
-                try await flush(&batch, writing: &writing, into: &report)
-                try await finish(&writing, into: &report)
+                try await drain(&window, writing: &writing, into: &report)
                 throw error
             }
-            batch.bytes += Int(source.byteOffset - previousOffset)
+            let sourceBytes = Int(source.byteOffset - previousOffset)
             progress.bytes = startBytes + source.byteOffset
             previousOffset = source.byteOffset
             progress.documents += 1
@@ -152,27 +153,39 @@ package struct Importer: Sendable {
                 let entry = try prepare(source, collection: collection, mapper: mapper, placement: placement, author: author)
                 let taken = collector.take()
                 report.base64Fields += taken.base64Fields
+                var bytes = sourceBytes
                 for blob in taken.blobs {
                     report.blobs += 1
                     report.blobBytes += Int64(blob.bytes.count)
-                    if batch.blobs[blob.digest] == nil {
-                        batch.blobs[blob.digest] = (blob.bytes, blob.contentType)
-                        batch.bytes += blob.bytes.count
-                    }
+                    bytes += blob.bytes.count
                 }
-                batch.entries.append(entry)
+                window.append(ImportBatch.Pending(entry: entry, blobs: taken.blobs), partition: entry.upload.partition, bytes: bytes)
             } catch let refusal as ImportReport.Refusal {
                 _ = collector.take()
                 report.record(refuse(refusal), collection: collection, partition: nil)
             }
-            if batch.isFull(documents: options.batchDocuments, bytes: options.batchBytes) {
-                try await flush(&batch, writing: &writing, into: &report)
+            while window.isFull {
+                try await flush(next(&window), writing: &writing, into: &report)
                 tick(progress)
             }
         }
-        try await flush(&batch, writing: &writing, into: &report)
-        try await finish(&writing, into: &report)
+        try await drain(&window, writing: &writing, into: &report)
         tick(progress)
+    }
+
+    /// The next batch the window gives.
+    private func next(_ window: inout PartitionWindow<Partition, ImportBatch.Pending>) -> ImportBatch {
+        ImportBatch(window.takeBatch(documents: options.batchDocuments, bytes: options.batchBytes))
+    }
+
+    /// Writes every document the window holds, and waits for the last batch.
+    private func drain(
+        _ window: inout PartitionWindow<Partition, ImportBatch.Pending>, writing: inout [Writing], into report: inout ImportReport
+    ) async throws {
+        while !window.isEmpty {
+            try await flush(next(&window), writing: &writing, into: &report)
+        }
+        while !writing.isEmpty { try await finish(&writing, into: &report) }
     }
 
     /// The upload of one document, or its refusal (thrown).
@@ -190,9 +203,12 @@ package struct Importer: Sendable {
                 throw ImportError(.refusedByPolicy, "the application's import mapping refused it: \(error)")
             }
             let key = try ObjectKey(collection: document.collection, id: document.id)
+            // Where it was read, for a refusal: its fields are in the body now.
+            var origin = source
+            origin.document = BSONDocument(source.id.map { [BSONDocument.Field("_id", $0)] } ?? [])
             return ImportBatch.Entry(
                 upload: Upload(partition: document.partition, operations: [.put(key, body: document.body)], principal: author),
-                collection: collection, source: source)
+                collection: collection, source: origin)
         } catch let error as ImportError {
             let located = error.located(
                 file: source.file, documentNumber: source.number, documentID: source.id?.displayText, byteOffset: source.byteOffset,
@@ -203,27 +219,39 @@ package struct Importer: Sendable {
         }
     }
 
-    /// The batch being written while the next one is read and mapped: at most one, so two
-    /// batches are in memory at the most, and their transactions never overlap.
+    /// A batch being written while the window fills again. Up to ``ImportOptions/writers`` at a
+    /// time, each its own transaction: one waits for PostgreSQL while the import applies and
+    /// checks the next (the window gives them different partitions, so they seldom wait for
+    /// each other's locks). Memory: the window and these batches.
     struct Writing {
         var batch: ImportBatch
         var task: Task<[ObjectStore.ImportOutcome], any Error>
     }
 
-    /// Starts writing `batch` (after the one being written is done and counted) and empties it.
-    private func flush(_ batch: inout ImportBatch, writing: inout Writing?, into report: inout ImportReport) async throws {
-        try await finish(&writing, into: &report)
+    /// Starts writing `batch` (once fewer than ``ImportOptions/writers`` are being written, the
+    /// oldest done and counted first), after publishing its blobs: one at a time, here, so two
+    /// batches never store the same blob at once.
+    private func flush(_ batch: ImportBatch, writing: inout [Writing], into report: inout ImportReport) async throws {
+        while writing.count >= max(1, options.writers) { try await finish(&writing, into: &report) }
         guard !batch.isEmpty else { return }
-        let full = batch
-        batch = ImportBatch()
-        writing = Writing(batch: full, task: Task { try await write(full) })
+        if !options.dryRun { try await publish(batch.blobs) }
+        writing.append(Writing(batch: batch, task: Task { try await write(batch) }))
     }
 
-    /// Waits for the batch being written and counts what became of each of its documents.
-    private func finish(_ writing: inout Writing?, into report: inout ImportReport) async throws {
-        guard let current = writing else { return }
-        writing = nil
-        let outcomes = try await current.task.value
+    /// Waits for the oldest batch being written and counts what became of each of its
+    /// documents. When it failed, waits for the others too (what they committed stays, and is
+    /// `unchanged` when the import runs again) before passing its error on.
+    private func finish(_ writing: inout [Writing], into report: inout ImportReport) async throws {
+        guard !writing.isEmpty else { return }
+        let current = writing.removeFirst()
+        let outcomes: [ObjectStore.ImportOutcome]
+        do {
+            outcomes = try await current.task.value
+        } catch {
+            for other in writing { _ = try? await other.task.value }
+            writing = []
+            throw error
+        }
         for (entry, outcome) in zip(current.batch.entries, outcomes) {
             let partition = entry.upload.partition.description
             switch outcome {
@@ -239,7 +267,6 @@ package struct Importer: Sendable {
 
     /// Writes a batch in one transaction (publishing its blobs first); what became of each document.
     private func write(_ batch: ImportBatch) async throws -> [ObjectStore.ImportOutcome] {
-        if !options.dryRun { try await publish(batch.blobs) }
         let permissions = application.permissions
         let principal = self.principal
         var partitions: [ObjectKey: Partition] = [:]
@@ -254,9 +281,23 @@ package struct Importer: Sendable {
         }
         let provisional = options.dryRun
             ? batch.blobs.map { BlobReference(digest: $0.key, length: Int64($0.value.bytes.count), contentType: $0.value.contentType) } : []
-        return try await store.importObjects(
-            batch.entries.map(\.upload), validate: validate, commit: !options.dryRun, provisionalBlobs: provisional)
+        let uploads = batch.entries.map(\.upload)
+        var attempt = 1
+        while true {
+            do {
+                return try await store.importObjects(uploads, validate: validate, commit: !options.dryRun, provisionalBlobs: provisional)
+            } catch let error as SyncError where error.code == .partitionMismatch && attempt < Self.conflictAttempts {
+                // An id of the batch was committed in another partition while the batch was
+                // written (by a batch written beside it: the same id twice in the export; or by
+                // a server): written again, the batch reads it, and that document alone is
+                // refused. Each attempt follows another transaction's commit.
+                attempt += 1
+            }
+        }
     }
+
+    /// How many times a batch is written whose ids other transactions keep creating meanwhile.
+    static let conflictAttempts = 20
 
     /// Stores the bytes of the blobs not stored yet, and records the import's service as a
     /// holder of each (so its writes may cite them).
