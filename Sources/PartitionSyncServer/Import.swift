@@ -50,10 +50,10 @@ struct Import: AsyncParsableCommand {
     var batchBytes: Int = ProcessInfo.processInfo.environment["PSYNC_IMPORT_BATCH_BYTES"].flatMap(Int.init) ?? 8 << 20
 
     @Option(name: .customLong("window-documents"), help: "Documents read ahead and grouped by partition, so each transaction writes to few partitions (default: 20 batches; the batch size: file order; env PSYNC_IMPORT_WINDOW_DOCUMENTS).")
-    var windowDocuments: Int? = ProcessInfo.processInfo.environment["PSYNC_IMPORT_WINDOW_DOCUMENTS"].flatMap(Int.init)
+    var windowDocuments: Int?
 
     @Option(name: .customLong("window-bytes"), help: "Bytes of source documents read ahead (default: 4 batches; env PSYNC_IMPORT_WINDOW_BYTES).")
-    var windowBytes: Int? = ProcessInfo.processInfo.environment["PSYNC_IMPORT_WINDOW_BYTES"].flatMap(Int.init)
+    var windowBytes: Int?
 
     @Option(help: "Batches written at the same time, each its own transaction (env PSYNC_IMPORT_WRITERS).")
     var writers: Int = ProcessInfo.processInfo.environment["PSYNC_IMPORT_WRITERS"].flatMap(Int.init) ?? 2
@@ -95,6 +95,9 @@ struct Import: AsyncParsableCommand {
         guard !paths.isEmpty || users != nil else { throw ValidationError("give export files or folders, or --users") }
         guard batchDocuments > 0, batchBytes > 0 else { throw ValidationError("batch sizes are positive") }
         guard writers > 0 else { throw ValidationError("--writers is positive") }
+        let environment = ProcessInfo.processInfo.environment
+        let windowDocuments = windowDocuments ?? environment["PSYNC_IMPORT_WINDOW_DOCUMENTS"].flatMap(Int.init)
+        let windowBytes = windowBytes ?? environment["PSYNC_IMPORT_WINDOW_BYTES"].flatMap(Int.init)
         guard (windowDocuments ?? 1) > 0, (windowBytes ?? 1) > 0 else { throw ValidationError("window sizes are positive") }
     }
 
@@ -107,8 +110,9 @@ struct Import: AsyncParsableCommand {
         options.dryRun = dryRun
         options.batchDocuments = batchDocuments
         options.batchBytes = batchBytes
-        options.windowDocuments = windowDocuments
-        options.windowBytes = windowBytes
+        let environment = ProcessInfo.processInfo.environment
+        options.windowDocuments = windowDocuments ?? environment["PSYNC_IMPORT_WINDOW_DOCUMENTS"].flatMap(Int.init)
+        options.windowBytes = windowBytes ?? environment["PSYNC_IMPORT_WINDOW_BYTES"].flatMap(Int.init)
         options.writers = writers
         options.blobMaximumBytes = blobMaxBytes
         options.principal = principal
