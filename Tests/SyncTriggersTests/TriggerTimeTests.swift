@@ -87,7 +87,13 @@ struct TriggerTimeTests {
         clock.advance(by: .seconds(1))
         await #expect(throws: DeadlineError.self) { try await step.value }
     }
+}
 
+/// The trigger services' waits at a graceful shutdown, on a `MockClock` that never moves. On a
+/// database, which a loaded machine may take a while to give: a time limit of its own, longer
+/// than the pure tests' above, and still far shorter than the poll interval it would wait out.
+@Suite("Trigger shutdown", .timeLimit(.minutes(5)))
+struct TriggerShutdownTests {
     @Test("a graceful shutdown ends a runner's wait for events at once, not at its poll interval")
     func shutdownEndsTheWait() async throws {
         try await TestDatabase.with { db in
