@@ -95,10 +95,16 @@ struct Import: AsyncParsableCommand {
         guard !paths.isEmpty || users != nil else { throw ValidationError("give export files or folders, or --users") }
         guard batchDocuments > 0, batchBytes > 0 else { throw ValidationError("batch sizes are positive") }
         guard writers > 0 else { throw ValidationError("--writers is positive") }
+        guard (window.documents ?? 1) > 0, (window.bytes ?? 1) > 0 else { throw ValidationError("window sizes are positive") }
+    }
+
+    /// The window's sizes: the options, else their environment variables, else the defaults.
+    private var window: (documents: Int?, bytes: Int?) {
         let environment = ProcessInfo.processInfo.environment
-        let windowDocuments = windowDocuments ?? environment["PSYNC_IMPORT_WINDOW_DOCUMENTS"].flatMap(Int.init)
-        let windowBytes = windowBytes ?? environment["PSYNC_IMPORT_WINDOW_BYTES"].flatMap(Int.init)
-        guard (windowDocuments ?? 1) > 0, (windowBytes ?? 1) > 0 else { throw ValidationError("window sizes are positive") }
+        return (
+            windowDocuments ?? environment["PSYNC_IMPORT_WINDOW_DOCUMENTS"].flatMap(Int.init),
+            windowBytes ?? environment["PSYNC_IMPORT_WINDOW_BYTES"].flatMap(Int.init)
+        )
     }
 
     var options: ImportOptions {
@@ -110,9 +116,7 @@ struct Import: AsyncParsableCommand {
         options.dryRun = dryRun
         options.batchDocuments = batchDocuments
         options.batchBytes = batchBytes
-        let environment = ProcessInfo.processInfo.environment
-        options.windowDocuments = windowDocuments ?? environment["PSYNC_IMPORT_WINDOW_DOCUMENTS"].flatMap(Int.init)
-        options.windowBytes = windowBytes ?? environment["PSYNC_IMPORT_WINDOW_BYTES"].flatMap(Int.init)
+        (options.windowDocuments, options.windowBytes) = (window.documents, window.bytes)
         options.writers = writers
         options.blobMaximumBytes = blobMaxBytes
         options.principal = principal

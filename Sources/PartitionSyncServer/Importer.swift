@@ -265,7 +265,8 @@ package struct Importer: Sendable {
         }
     }
 
-    /// Writes a batch in one transaction (publishing its blobs first); what became of each document.
+    /// Writes a batch in one transaction (its blobs are published before, by ``flush``); what
+    /// became of each document.
     private func write(_ batch: ImportBatch) async throws -> [ObjectStore.ImportOutcome] {
         let permissions = application.permissions
         let principal = self.principal

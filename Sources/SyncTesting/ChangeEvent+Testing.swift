@@ -11,15 +11,9 @@ extension ChangeEvent {
     /// try await CouchChatTriggers.roomLists.handler(.object(change, in: partition, author: "u-ann"), TriggerContext(transaction: objects))
     /// ```
     public static func object(_ change: ObjectChange, in partition: Partition, author: String, position: Int64 = 0, version: Int64? = nil) -> ChangeEvent {
-        let operation: Operation
-        switch (change.before, change.after) {
-        case (.live, .deleted): operation = .delete
-        case (.live, .live): operation = change.replaced ? .replace : .update
-        default: operation = .insert
-        }
         let (changed, removed) = JSONDiff.paths(from: change.before.body, to: change.after.body)
         return ChangeEvent(
-            position: position, kind: .object, operation: operation, key: change.key, partition: partition, version: version,
+            position: position, kind: .object, operation: ChangeEvent.operation(of: change), key: change.key, partition: partition, version: version,
             before: change.before.body, after: change.after.body, changedFields: changed, removedFields: removed, author: author)
     }
 

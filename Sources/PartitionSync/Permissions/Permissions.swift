@@ -37,15 +37,10 @@ public struct Permissions: Sendable {
         rules[kind.key] = rule
     }
 
-    /// The kinds of partition that have a rule: every other partition is refused.
-    public var kinds: [PartitionKind] {
-        rules.keys.sorted().map(PartitionKind.init)
-    }
-
     /// Checks the registrations: `invalid_partition` naming a kind whose key no partition can
     /// have (its rule would never be asked). A server checks this when it starts.
     package func check() throws(SyncError) {
-        for kind in kinds where !kind.isValid {
+        for kind in rules.keys.sorted().map(PartitionKind.init) where !kind.isValid {
             throw SyncError(.invalidPartition, "a rule is registered for \"\(kind.key)\", which no partition key can be: keys match [a-z][a-z0-9_-]{0,63}")
         }
     }

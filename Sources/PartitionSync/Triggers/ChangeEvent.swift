@@ -98,6 +98,16 @@ public struct ChangeEvent: Sendable, Hashable {
     /// The collection of an object event.
     public var collection: String? { key?.collection }
 
+    /// The operation an object change is recorded as: `delete`, `replace` (a put over a live
+    /// object), `update`, or `insert`.
+    package static func operation(of change: ObjectChange) -> Operation {
+        switch (change.before, change.after) {
+        case (.live, .deleted): .delete
+        case (.live, .live): change.replaced ? .replace : .update
+        default: .insert
+        }
+    }
+
     /// The email of a user event's account if it is verified, the only one an application
     /// may bind access to (docs/SECURITY.md, "Identity"): an account `registered` with a
     /// verified email (email verification off, or an identity provider vouched for it), one

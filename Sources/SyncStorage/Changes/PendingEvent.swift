@@ -32,12 +32,7 @@ struct PendingEvent {
         before = change.before.body
         after = change.after.body
         encodedAfter = change.encodedBody
-        switch (change.before, change.after) {
-        case (.live, .deleted): operation = .delete
-        case (.live, .live): operation = change.replaced ? .replace : .update
-        default: operation = .insert
-        }
-        if let label { operation = label }
+        operation = label ?? ChangeEvent.operation(of: change)
         (changed, removed) = JSONDiff.paths(from: before, to: after)
     }
 
