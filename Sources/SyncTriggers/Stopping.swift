@@ -9,7 +9,13 @@ func sleepUnlessStopping(_ duration: Duration, on time: SyncClock) async {
 /// Waits until `signal` is signalled or `timeout` passes; a cancellation or a graceful
 /// shutdown ends the wait early.
 func waitUnlessStopping(for signal: WakeSignal, timeout: Duration) async {
-    await cancelWhenGracefulShutdown { await signal.wait(timeout: timeout) }
+    // The shutdown signals the wait (no task per wait, unlike `cancelWhenGracefulShutdown`:
+    // the sequencer and every runner wait once per pass).
+    await withGracefulShutdownHandler {
+        await signal.wait(timeout: timeout)
+    } onGracefulShutdown: {
+        signal.signal()
+    }
 }
 
 /// Whether the task is ending: cancelled, or its service group shutting down.
