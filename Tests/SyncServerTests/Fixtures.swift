@@ -1,8 +1,10 @@
+import NIOCore
 import PartitionSync
 import SyncProtocol
-import SyncServer
 import SyncStorage
 import SyncTesting
+
+@testable import SyncServer
 
 func key(_ collection: String, _ id: String) -> ObjectKey { try! ObjectKey(collection: collection, id: id) }
 func partition(_ text: String) -> Partition { try! Partition(text) }
@@ -64,3 +66,10 @@ enum TestRules {
     }
 }
 
+
+/// A page of `bytes` bytes for a session's outbox, ending at `version`, whose cursor is `c<version>`.
+func outboxPage(_ partition: Partition, generation: Int, version: Int64, bytes: Int = 10) -> SessionOutbox.Page {
+    SessionOutbox.Page(
+        partition: partition, generation: generation, cursor: Cursor(rawValue: "c\(version)"), end: FeedPosition(version: version),
+        bytes: ByteBuffer(repeating: UInt8(ascii: "x"), count: bytes))
+}

@@ -12,16 +12,10 @@ struct SessionOutboxTests {
     let wiki = partition("wiki=w1")
     let user = partition("user=u1")
 
-    func page(_ partition: Partition, generation: Int, version: Int64, bytes: Int = 10) -> SessionOutbox.Page {
-        SessionOutbox.Page(
-            partition: partition, generation: generation, cursor: Cursor(rawValue: "c\(version)"), end: FeedPosition(version: version),
-            bytes: ByteBuffer(repeating: UInt8(ascii: "x"), count: bytes))
-    }
-
     @Test("a subscription started again while its page is queued begins with no page pending (the count carried over never went down, and the new subscription never read again)")
     func resubscribeWhileQueued() {
         let outbox = Outbox(byteLimit: 1_000, replyLimit: 10)
-        #expect(outbox.queuePage(page(wiki, generation: 2, version: 6)))
+        #expect(outbox.queuePage(outboxPage(wiki, generation: 2, version: 6)))
         #expect(outbox.pendingPages(wiki, generation: 2) == 1)
         // The client subscribes again: the queued page goes, and the new generation owes nothing.
         #expect(outbox.dropPages(of: wiki) == 1)
@@ -34,10 +28,10 @@ struct SessionOutboxTests {
     @Test("a page of a former generation in the writer stays pending for that generation only, and is released once written")
     func resubscribeWhileWriting() throws {
         let outbox = Outbox(byteLimit: 1_000, replyLimit: 10)
-        #expect(outbox.queuePage(page(wiki, generation: 2, version: 6)))
+        #expect(outbox.queuePage(outboxPage(wiki, generation: 2, version: 6)))
         guard case .page(let writing)? = outbox.next() else { Issue.record("no page to write"); return }
         #expect(outbox.dropPages(of: wiki) == 0)
-        #expect(outbox.queuePage(page(wiki, generation: 4, version: 6)))
+        #expect(outbox.queuePage(outboxPage(wiki, generation: 4, version: 6)))
         #expect(outbox.pendingPages(wiki, generation: 2) == 1)
         #expect(outbox.pendingPages(wiki, generation: 4) == 1)
         outbox.written(writing)
@@ -48,9 +42,9 @@ struct SessionOutboxTests {
     @Test("an upload's answer goes before the queued pages of its partition that reach its commit, after the others")
     func answerAhead() {
         let outbox = Outbox(byteLimit: 1_000, replyLimit: 10)
-        #expect(outbox.queuePage(page(wiki, generation: 1, version: 5)))
-        #expect(outbox.queuePage(page(user, generation: 1, version: 9)))
-        #expect(outbox.queuePage(page(wiki, generation: 1, version: 7)))
+        #expect(outbox.queuePage(outboxPage(wiki, generation: 1, version: 5)))
+        #expect(outbox.queuePage(outboxPage(user, generation: 1, version: 9)))
+        #expect(outbox.queuePage(outboxPage(wiki, generation: 1, version: 7)))
         #expect(outbox.queueReply("ack", ahead: (wiki, 7)) == .queued)
         #expect(outbox.queueReply("later") == .queued)
         let order = drained(outbox)
@@ -60,12 +54,12 @@ struct SessionOutboxTests {
     @Test("pages are bounded in bytes, but an empty queue takes a page of any size")
     func byteLimit() {
         let outbox = Outbox(byteLimit: 100, replyLimit: 10)
-        #expect(outbox.queuePage(page(wiki, generation: 1, version: 1, bytes: 500)))
-        #expect(!outbox.queuePage(page(wiki, generation: 1, version: 2, bytes: 1)))
+        #expect(outbox.queuePage(outboxPage(wiki, generation: 1, version: 1, bytes: 500)))
+        #expect(!outbox.queuePage(outboxPage(wiki, generation: 1, version: 2, bytes: 1)))
         _ = outbox.next()
-        #expect(outbox.queuePage(page(wiki, generation: 1, version: 2, bytes: 60)))
-        #expect(outbox.queuePage(page(wiki, generation: 1, version: 3, bytes: 40)))
-        #expect(!outbox.queuePage(page(wiki, generation: 1, version: 4, bytes: 1)))
+        #expect(outbox.queuePage(outboxPage(wiki, generation: 1, version: 2, bytes: 60)))
+        #expect(outbox.queuePage(outboxPage(wiki, generation: 1, version: 3, bytes: 40)))
+        #expect(!outbox.queuePage(outboxPage(wiki, generation: 1, version: 4, bytes: 1)))
         #expect(outbox.pageBytes == 100)
     }
 
@@ -78,7 +72,7 @@ struct SessionOutboxTests {
         #expect(outbox.queueClose(.goingAway, "bye"))
         #expect(!outbox.queueClose(.goingAway, "again"))
         #expect(outbox.queueReply("d") == .closed)
-        #expect(!outbox.queuePage(page(wiki, generation: 1, version: 1)))
+        #expect(!outbox.queuePage(outboxPage(wiki, generation: 1, version: 1)))
         #expect(drained(outbox) == ["a", "b", "close"])
     }
 
@@ -86,10 +80,10 @@ struct SessionOutboxTests {
     func heldBack() {
         let outbox = Outbox(byteLimit: 1_000, replyLimit: 10)
         outbox.heldBack = wiki
-        #expect(outbox.queuePage(page(wiki, generation: 1, version: 3)))
+        #expect(outbox.queuePage(outboxPage(wiki, generation: 1, version: 3)))
         #expect(outbox.queueReply("ack", ahead: (wiki, 3)) == .queued)
         #expect(drained(outbox) == ["ack"])
-        #expect(outbox.queuePage(page(wiki, generation: 1, version: 4)))
+        #expect(outbox.queuePage(outboxPage(wiki, generation: 1, version: 4)))
         #expect(outbox.next() == nil)
         outbox.heldBack = nil
         #expect(drained(outbox) == ["wiki@3", "wiki@4"])

@@ -230,7 +230,7 @@ struct TriggerTests {
             let store = db.store()
             try await TriggerLedger(store: store).register("count")
             // An instance that took the lease and died without releasing it.
-            #expect(try await TriggerLedger(store: store).acquireLease("count", holder: "dead", duration: .seconds(2)) != nil)
+            #expect(try await TriggerLedger(store: store).acquireLease("count", holder: "dead", duration: .milliseconds(200)) != nil)
             let dead = try #require(try await TriggerLedger(store: store).statuses().first?.leaseExpires)
             let service = TriggerHarness.service(store, [counting()], instance: "survivor")
             try await TriggerHarness.running([service]) {

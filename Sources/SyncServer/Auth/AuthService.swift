@@ -56,7 +56,7 @@ package final class AuthService: Sendable {
         self.revocations = revocations
         self.logger = logger
         self.identityProviders = Dictionary(
-            configuration.identityProviders.map { ($0.issuer, IdentityProvider(configuration: $0, logger: logger)) },
+            configuration.identityProviders.map { ($0.issuer, IdentityProvider(configuration: $0, time: issuer.time, logger: logger)) },
             uniquingKeysWith: { first, _ in first })
     }
 

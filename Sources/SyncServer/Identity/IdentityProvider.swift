@@ -72,17 +72,21 @@ package actor IdentityProvider {
     private struct KeySet {
         var keys: JWTKeyCollection
         var algorithms: [String: String]
-        var fetched: ContinuousClock.Instant
+        /// When (``SyncClock/uptime``).
+        var fetched: Duration
     }
 
     package let configuration: IdentityProviderConfiguration
     private let logger: Logger
     private var keySet: KeySet?
-    private var lastFetch: ContinuousClock.Instant?
+    private var lastFetch: Duration?
+    /// What the keys' lifetime, the refetch interval and the claims' times are measured by.
+    private let time: SyncClock
     private var fetching: Task<KeySet, any Error>?
 
-    package init(configuration: IdentityProviderConfiguration, logger: Logger) {
+    package init(configuration: IdentityProviderConfiguration, time: SyncClock = .system, logger: Logger) {
         self.configuration = configuration
+        self.time = time
         self.logger = logger
     }
 
@@ -121,11 +125,11 @@ package actor IdentityProvider {
         } catch {
             throw SyncError(.unauthenticated, "the access token is not valid")
         }
-        return try check(claims)
+        return try check(claims, now: time.now())
     }
 
     /// The claims' checks, after the signature's.
-    func check(_ claims: Claims, now: Date = Date()) throws(SyncError) -> Identity {
+    func check(_ claims: Claims, now: Date) throws(SyncError) -> Identity {
         let leeway = TimeInterval(configuration.leeway.components.seconds)
         guard claims.iss.value == configuration.issuer else {
             throw SyncError(.unauthenticated, "the access token is from another issuer")
@@ -157,7 +161,7 @@ package actor IdentityProvider {
     // MARK: Keys
 
     private func currentKeys() async throws -> KeySet {
-        if let keySet, ContinuousClock.now - keySet.fetched < configuration.keysLifetime { return keySet }
+        if let keySet, time.uptime() - keySet.fetched < configuration.keysLifetime { return keySet }
         do {
             return try await fetch()
         } catch {
@@ -169,17 +173,18 @@ package actor IdentityProvider {
     }
 
     private func refetchForUnknownKey() async throws -> KeySet? {
-        if let lastFetch, ContinuousClock.now - lastFetch < configuration.minimumRefetchInterval { return nil }
+        if let lastFetch, time.uptime() - lastFetch < configuration.minimumRefetchInterval { return nil }
         return try? await fetch()
     }
 
     private func fetch() async throws -> KeySet {
         if let fetching { return try await fetching.value }
         let configuration = self.configuration
-        let task = Task { try await Self.loadKeys(configuration) }
+        let time = self.time
+        let task = Task { try await Self.loadKeys(configuration, fetched: time.uptime) }
         fetching = task
         defer { fetching = nil }
-        lastFetch = ContinuousClock.now
+        lastFetch = time.uptime()
         let keySet = try await task.value
         self.keySet = keySet
         logger.info(
@@ -187,7 +192,8 @@ package actor IdentityProvider {
         return keySet
     }
 
-    private static func loadKeys(_ configuration: IdentityProviderConfiguration) async throws -> KeySet {
+    /// Fetches the provider's keys; `fetched` tells when they arrived.
+    private static func loadKeys(_ configuration: IdentityProviderConfiguration, fetched: @Sendable () -> Duration) async throws -> KeySet {
         let jwksURL: URL
         if let configured = configuration.jwksURL {
             jwksURL = configured
@@ -223,7 +229,7 @@ package actor IdentityProvider {
                 continue
             }
         }
-        return KeySet(keys: keys, algorithms: algorithms, fetched: .now)
+        return KeySet(keys: keys, algorithms: algorithms, fetched: fetched())
     }
 
     /// Largest discovery document or key set read. 1 MiB.

@@ -120,18 +120,13 @@ extension SyncSession {
         // it read (and an absent object created meanwhile by the hub's poll).
         let inputs = decision.inputs
         retainInputs(inputs, versionsRead: decision.versionsRead)
-        let (wasLive, oldInputs) = state.withLock { state -> (Bool, Set<PermissionInput>) in
-            let old = state.subscriptions[partition]
-            if old != nil { dropQueuedPages(of: partition, from: &state) }
-            let generation = state.nextGeneration
-            state.nextGeneration += 1
-            state.subscriptions[partition] = Subscription(
-                generation: generation, mode: .catchingUp, delivered: cursor, inputs: inputs,
-                countsTotal: progress && !state.counted.contains(partition))
+        let replaced = state.withLock { state -> SessionSubscriptions.Subscription? in
+            let (_, replaced) = state.subscriptions.subscribe(partition, from: cursor, inputs: inputs, progress: progress, outbox: &state.outbox)
             // A permission input that changed while the check ran is checked again.
             if state.inputChanges != changesBefore { state.recheck.formUnion(inputs) }
-            return (old?.mode == .live, old?.inputs ?? [])
+            return replaced
         }
+        let (wasLive, oldInputs) = (replaced?.mode == .live, replaced?.inputs ?? [])
         releaseInputs(oldInputs)
         if wasLive { services.hub.leave(self, partition: partition) }
         if isNew { services.metrics.subscriptionAdded() }
@@ -145,11 +140,7 @@ extension SyncSession {
     /// Ends a subscription: at the client's request (`code` nil), or from the server's side,
     /// which tells the client with `unsubscribed`.
     func end(_ partition: Partition, code: SyncError.Code?) {
-        let removed = state.withLock { state -> Subscription? in
-            guard state.subscriptions[partition] != nil else { return nil }
-            dropQueuedPages(of: partition, from: &state)
-            return state.subscriptions.removeValue(forKey: partition)
-        }
+        let removed = state.withLock { $0.subscriptions.end(partition, outbox: &$0.outbox) }
         guard let removed else { return }
         services.hub.leave(self, partition: partition)
         releaseInputs(removed.inputs)
@@ -160,9 +151,8 @@ extension SyncSession {
     /// Ends every subscription: the session is closing.
     func endAll() {
         let (removed, inputs) = state.withLock { state -> ([Partition], [PermissionInput]) in
-            let all = Array(state.subscriptions.keys)
+            let all = state.subscriptions.endAll()
             let inputs = Array(state.inputUses.keys)
-            state.subscriptions.removeAll()
             state.inputUses.removeAll()
             state.outbox.end()
             return (all, inputs)

@@ -191,36 +191,19 @@ extension SyncSession {
     /// joins a subscription to its live feed once a page reaches the head.
     private func catchUp() async {
         while !Task.isCancelled {
-            let next = state.withLock { state -> (Partition, Int, Cursor?, Bool)? in
-                guard !state.lifecycle.isClosing, state.outbox.pageBytes < services.configuration.outboxLimitBytes / 2 else { return nil }
-                guard let (partition, subscription) = state.subscriptions.first(where: { partition, subscription in
-                    let pending = state.outbox.pendingPages(partition, generation: subscription.generation)
-                    return subscription.mode == .catchingUp && !subscription.fetching && pending < 4
-                        && (pending == 0 || subscription.queued != nil)
-                }) else { return nil }
-                state.subscriptions[partition]?.fetching = true
-                state.subscriptions[partition]?.countsTotal = false
-                if subscription.countsTotal { state.counted.insert(partition) }
-                return (partition, subscription.generation, subscription.queued ?? subscription.delivered, subscription.countsTotal)
-            }
-            guard let (partition, generation, cursor, countsTotal) = next else { return }
+            guard let read = state.withLock({ state in state.lifecycle.isClosing ? nil : state.subscriptions.nextCatchUp(outbox: state.outbox) })
+            else { return }
+            let partition = read.partition
             var page: EncodedChangeBatch
             do {
-                page = try await services.store.encodedPage(in: partition, after: cursor, limit: services.configuration.batchSize)
+                page = try await services.store.encodedPage(in: partition, after: read.cursor, limit: services.configuration.batchSize)
                 // Progress, when asked for: the first page of a catch-up that more pages follow
                 // counts the rest.
-                if countsTotal, !page.upToDate {
+                if read.countsTotal, !page.upToDate {
                     page.total = page.objectCount + (try await services.store.remainingObjects(in: partition, after: page.cursor))
                 }
             } catch {
-                state.withLock { state in
-                    state.subscriptions[partition]?.fetching = false
-                    // Read again later: counted then.
-                    if countsTotal, state.subscriptions[partition]?.generation == generation {
-                        state.subscriptions[partition]?.countsTotal = true
-                        state.counted.remove(partition)
-                    }
-                }
+                state.withLock { $0.subscriptions.catchUpFailed(read) }
                 let failure = ServerError.describe(error, logger: logger)
                 if failure.code == .unavailable {
                     // Try again shortly; the subscription stays.
@@ -232,24 +215,26 @@ extension SyncSession {
                 return
             }
             guard let position = CursorPosition(page.cursor) else {
-                state.withLock { $0.subscriptions[partition]?.fetching = false }
+                state.withLock { $0.subscriptions.catchUpFailed(read) }
                 end(partition, code: .internal)
                 return
             }
             let reached = FeedPosition(version: position.version, after: position.after)
-            let queued = SessionOutbox.Page(partition: partition, generation: generation, cursor: page.cursor, end: reached, bytes: page.messageBuffer())
+            let queued = SessionOutbox.Page(
+                partition: partition, generation: read.generation, cursor: page.cursor, end: reached, bytes: page.messageBuffer())
             let isQueued = state.withLock { state -> Bool in
-                guard let subscription = state.subscriptions[partition], subscription.generation == generation else { return false }
-                state.subscriptions[partition]?.fetching = false
-                return enqueuePage(queued, into: &state)
+                guard !state.lifecycle.isClosing else { return false }
+                guard state.subscriptions.catchUpRead(read, page: queued, outbox: &state.outbox) else { return false }
+                services.metrics.observeQueue(bytes: state.outbox.pageBytes)
+                return true
             }
             guard isQueued else { continue }
             signalWriter()
             services.metrics.pushed(page.objectCount)
             // Up to date: live from here, if the feed is not ahead of it (then it reads on).
-            if page.upToDate, becomeLive(partition: partition, generation: generation) {
-                let result = services.hub.join(self, partition: partition, generation: generation, cursor: page.cursor, position: reached)
-                if case .behind = result { fellBehind(partition: partition, generation: generation) }
+            if page.upToDate, becomeLive(partition: partition, generation: read.generation) {
+                let result = services.hub.join(self, partition: partition, generation: read.generation, cursor: page.cursor, position: reached)
+                if case .behind = result { fellBehind(partition: partition, generation: read.generation) }
             }
         }
     }
@@ -260,7 +245,7 @@ extension SyncSession {
         let (changed, subscriptions, principal) = state.withLock { state in
             let changed = state.recheck
             state.recheck.removeAll()
-            return (changed, state.subscriptions.map { ($0.key, $0.value.inputs) }, state.principal)
+            return (changed, state.subscriptions.all.map { ($0.key, $0.value.inputs) }, state.principal)
         }
         guard !changed.isEmpty, let principal else { return }
         for (partition, inputs) in subscriptions where !changed.isDisjoint(with: inputs) {
@@ -276,11 +261,7 @@ extension SyncSession {
                 }
                 // Still readable: what it depends on now (a rule reads what it found this time).
                 retainInputs(decision.inputs, versionsRead: decision.versionsRead)
-                let replaced = state.withLock { state -> Set<PermissionInput>? in
-                    guard let old = state.subscriptions[partition]?.inputs else { return nil }
-                    state.subscriptions[partition]?.inputs = decision.inputs
-                    return old
-                }
+                let replaced = state.withLock { $0.subscriptions.replaceInputs(of: partition, with: decision.inputs) }
                 releaseInputs(replaced ?? decision.inputs)
             } catch {
                 logger.warning("permission re-check failed", metadata: ["partition": "\(partition)", "error": "\(error)"])

@@ -22,34 +22,11 @@ import SyncStorage
 /// must not hold up its uploads, nor the end of a subscription it may no longer read. The ``SessionRegistry`` closes idle and expired
 /// sessions for all of them.
 ///
-/// A subscription is either catching up (the worker reads pages from its last delivered
-/// cursor, reading the next page while the previous one is written) or live (the hub hands it every commit). When the
+/// Its subscriptions catch up or follow their feed live (``SessionSubscriptions``): when the
 /// queue holds more change bytes than the limit, a live subscription that would overflow it
 /// drops its queued pages and goes back to catching up from the last cursor the client was
 /// actually sent, once the queue has drained: memory stays bounded and the client sees no gap.
 final class SyncSession: FeedSubscriber, Sendable {
-    enum Mode: Equatable {
-        case catchingUp
-        case live
-    }
-
-    struct Subscription {
-        var generation: Int
-        var mode: Mode
-        /// The cursor of the last page written to the socket (or the one the client subscribed with).
-        var delivered: Cursor?
-        /// The cursor of the last catch-up page queued, while it is not written yet: the next
-        /// catch-up read continues from it.
-        var queued: Cursor?
-        /// A catch-up read is in flight.
-        var fetching = false
-        /// What its read permission was decided on.
-        var inputs: Set<PermissionInput>
-        /// The client asked for progress and the catch-up's first page is not read yet: that
-        /// page says how many objects the catch-up holds (`total`).
-        var countsTotal = false
-    }
-
     /// An upload waiting for the uploader.
     struct QueuedUpload {
         var requestId: String
@@ -67,12 +44,7 @@ final class SyncSession: FeedSubscriber, Sendable {
         var expires: Date?
         /// The revocations that end this session's credential.
         var revokedBy: [Revocation] = []
-        var subscriptions: [Partition: Subscription] = [:]
-        /// The partitions whose catch-up this session has counted for progress: once each, so a
-        /// client subscribing again and again cannot make the server count a large partition
-        /// every time.
-        var counted: Set<Partition> = []
-        var nextGeneration = 1
+        var subscriptions = SessionSubscriptions()
         /// What is to be sent, and the pages each subscription has queued or in the writer.
         var outbox: SessionOutbox
         /// Closing, shutting down, uploading, the worker and the main task's wake-up.
@@ -204,21 +176,6 @@ final class SyncSession: FeedSubscriber, Sendable {
         if queued { signalWriter() }
     }
 
-    /// Queues a page of a subscription, or reports that the queue is over its byte limit.
-    /// Called with the state locked.
-    func enqueuePage(_ page: SessionOutbox.Page, into state: inout State) -> Bool {
-        guard !state.lifecycle.isClosing, state.outbox.queuePage(page) else { return false }
-        services.metrics.observeQueue(bytes: state.outbox.pageBytes)
-        if state.subscriptions[page.partition]?.mode == .catchingUp { state.subscriptions[page.partition]?.queued = page.cursor }
-        return true
-    }
-
-    /// Removes the queued pages of a subscription. Called with the state locked.
-    func dropQueuedPages(of partition: Partition, from state: inout State) {
-        state.outbox.dropPages(of: partition)
-        state.subscriptions[partition]?.queued = nil
-    }
-
     /// The next item for the writer; `nil` also while the next is a page of the partition an
     /// upload is being applied to (the uploader wakes the writer when done).
     func takeNextItem() -> SessionOutbox.Item? {
@@ -230,17 +187,7 @@ final class SyncSession: FeedSubscriber, Sendable {
     /// that the queue is under half its limit (a session following everything live starts no
     /// worker per page).
     func pageWritten(_ page: SessionOutbox.Page) {
-        let wake = state.withLock { state -> Bool in
-            state.outbox.written(page)
-            guard var subscription = state.subscriptions[page.partition], subscription.generation == page.generation else { return false }
-            subscription.delivered = page.cursor
-            if subscription.queued == page.cursor { subscription.queued = nil }
-            state.subscriptions[page.partition] = subscription
-            if subscription.mode == .catchingUp { return true }
-            return state.outbox.pageBytes < services.configuration.outboxLimitBytes / 2
-                && state.subscriptions.values.contains { $0.mode == .catchingUp && !$0.fetching }
-        }
-        if wake { requestWork() }
+        if state.withLock({ $0.subscriptions.written(page, outbox: &$0.outbox) }) { requestWork() }
     }
 
     // MARK: Permission inputs
@@ -275,63 +222,46 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     func deliver(partition: Partition, generation: Int, cursor: Cursor, end: FeedPosition, bytes: ByteBuffer, objectCount: Int) -> Bool {
         let page = SessionOutbox.Page(partition: partition, generation: generation, cursor: cursor, end: end, bytes: bytes)
-        let result = state.withLock { state -> (accepted: Bool, overflow: Bool) in
-            guard let subscription = state.subscriptions[partition], subscription.generation == generation,
-                subscription.mode == .live
-            else { return (false, false) }
-            if enqueuePage(page, into: &state) {
-                return (true, false)
-            }
-            // Too much queued: this subscription stops following live and later catches up
-            // from what the client has actually been sent.
-            dropQueuedPages(of: partition, from: &state)
-            state.subscriptions[partition]?.mode = .catchingUp
-            return (false, true)
+        let outcome = state.withLock { state -> SessionSubscriptions.LiveOutcome in
+            guard !state.lifecycle.isClosing else { return .refused }
+            let outcome = state.subscriptions.live(page, outbox: &state.outbox)
+            if outcome == .queued { services.metrics.observeQueue(bytes: state.outbox.pageBytes) }
+            return outcome
         }
-        if result.accepted { signalWriter() }
-        if result.overflow {
+        switch outcome {
+        case .queued:
+            signalWriter()
+            return true
+        case .refused:
+            return false
+        case .overflowed:
             services.metrics.subscriptionPauses.increment()
             logger.debug("session queue full; subscription paused", metadata: ["partition": "\(partition)"])
             requestWork()
+            return false
         }
-        return result.accepted
     }
 
     /// Makes a subscription that caught up live, before it joins its feed; `false` when it
     /// ended, was replaced or is reading meanwhile.
     func becomeLive(partition: Partition, generation: Int) -> Bool {
-        state.withLock { state in
-            guard var subscription = state.subscriptions[partition], subscription.generation == generation,
-                subscription.mode == .catchingUp, !subscription.fetching
-            else { return false }
-            subscription.mode = .live
-            state.subscriptions[partition] = subscription
-            return true
-        }
+        state.withLock { $0.subscriptions.becomeLive(partition, generation: generation) }
     }
 
     /// The feed was ahead of a subscription that asked to join: it catches up again.
     func fellBehind(partition: Partition, generation: Int) {
-        state.withLock { state in
-            guard state.subscriptions[partition]?.generation == generation else { return }
-            state.subscriptions[partition]?.mode = .catchingUp
-        }
+        _ = state.withLock { $0.subscriptions.catchUpAgain(partition, generation: generation) }
     }
 
     func resync(partition: Partition, generation: Int) {
-        let changed = state.withLock { state -> Bool in
-            guard state.subscriptions[partition]?.generation == generation else { return false }
-            state.subscriptions[partition]?.mode = .catchingUp
-            return true
-        }
-        if changed { requestWork() }
+        if state.withLock({ $0.subscriptions.catchUpAgain(partition, generation: generation) }) { requestWork() }
     }
 
     func permissionInputChanged(_ input: PermissionInput, changes: [ObjectChange]?) {
         if let changes, let principal {
             // Known changes: only a decision they can change is checked again.
             let dependents = state.withLock { state in
-                state.subscriptions.filter { $0.value.inputs.contains(input) }.map(\.key)
+                state.subscriptions.reading(dependingOn: input)
                     + state.writeDecisions.filter { $0.value.inputs.contains(input) }.map(\.key)
             }
             let permissions = services.permissions
