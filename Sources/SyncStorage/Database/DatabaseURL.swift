@@ -28,12 +28,14 @@ public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible {
         else {
             throw DatabaseURLError(message: "DATABASE_URL is not a postgres://user:password@host:port/database URL")
         }
+        // `user`, `password` and `path` are percent-decoded already: decoding them again would
+        // turn a `%25` in the URL into whatever the two characters after it encode.
         let database = String(components.path.drop(while: { $0 == "/" }))
         self.host = host
         self.port = components.port ?? 5432
-        self.username = components.user?.removingPercentEncoding ?? components.user ?? "postgres"
-        self.password = components.password?.removingPercentEncoding ?? components.password
-        self.database = database.isEmpty ? self.username : (database.removingPercentEncoding ?? database)
+        self.username = components.user ?? "postgres"
+        self.password = components.password
+        self.database = database.isEmpty ? self.username : database
         let sslMode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer"
         guard ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"].contains(sslMode) else {
             throw DatabaseURLError(message: "unknown sslmode '\(sslMode)' in DATABASE_URL")
