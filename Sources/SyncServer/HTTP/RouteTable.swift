@@ -23,14 +23,35 @@ final class RouteTable: Sendable {
         routes.withLock { $0 = table }
     }
 
-    /// The methods of the route matching `path`, or `nil` when no route matches it.
+    /// The methods of the route matching `path`, or `nil` when no route matches it. Where
+    /// several match, the one with the most literal segments (as the router prefers a literal
+    /// segment to a capture or a wildcard).
     func methods(for path: String) -> [HTTPRequest.Method]? {
         let segments = path.split(separator: "?", maxSplits: 1).first.map { $0.split(separator: "/") } ?? []
         return routes.withLock { routes in
-            routes.first { route in
-                route.pattern.count == segments.count
-                    && zip(route.pattern, segments).allSatisfy { pattern, segment in pattern.hasPrefix("{") || pattern == segment }
-            }?.methods
+            routes.filter { Self.matches($0.pattern, segments) }
+                .max { Self.literals(in: $0.pattern) < Self.literals(in: $1.pattern) }?.methods
         }
+    }
+
+    /// How many of a pattern's segments are literal.
+    static func literals(in pattern: [Substring]) -> Int {
+        pattern.count(where: { !isVariable($0) })
+    }
+
+    /// Whether a pattern's segment stands for any segment: a capture (`{name}`), `*`, or `**`.
+    static func isVariable(_ segment: Substring) -> Bool {
+        segment.hasPrefix("{") || segment == "*" || segment == "**"
+    }
+
+    /// Whether a path's segments match a route's pattern: a literal segment itself, a capture
+    /// or `*` any one segment, `**` one or more remaining segments.
+    static func matches(_ pattern: [Substring], _ segments: [Substring]) -> Bool {
+        var rest = segments[...]
+        for (index, part) in pattern.enumerated() {
+            if part == "**" { return index == pattern.count - 1 && !rest.isEmpty }
+            guard let segment = rest.popFirst(), part == segment || part == "*" || part.hasPrefix("{") else { return false }
+        }
+        return rest.isEmpty
     }
 }
