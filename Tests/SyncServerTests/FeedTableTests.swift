@@ -1,13 +1,14 @@
 import NIOCore
 import PartitionSync
 import SyncProtocol
+import SyncStorage
 import Testing
 
 @testable import SyncServer
 
 /// A subscriber that takes nothing: the tables only hold it.
 final class StubSubscriber: FeedSubscriber {
-    func deliver(partition: Partition, generation: Int, cursor: Cursor, end: FeedPosition, bytes: ByteBuffer, objectCount: Int) -> Bool { true }
+    func deliver(partition: Partition, generation: Int, end: CursorPosition, bytes: ByteBuffer, objectCount: Int) -> Bool { true }
     func resync(partition: Partition, generation: Int) {}
     func permissionInputChanged(_ input: PermissionInput, changes: [ObjectChange]?) {}
 }
@@ -29,13 +30,13 @@ struct FeedTableTests {
             cursor: Cursor(rawValue: "v\(version)"), upToDate: upToDate, reset: reset, version: version)
     }
 
-    func at(_ version: Int64) -> FeedPosition { FeedPosition(version: version) }
+    func at(_ version: Int64) -> CursorPosition { position(version) }
 
     /// A table whose feed of `room` has `member` (generation 1, at version 5) and has read a
     /// page up to `version` (empty when it is 5), not yet delivered.
     func feed(of member: Member, readTo version: Int64) -> Table {
         var table = Table()
-        _ = table.join(member, partition: room, generation: 1, cursor: Cursor(rawValue: "v5"), position: at(5))
+        _ = table.join(member, partition: room, generation: 1, from: at(5))
         _ = table.readBegins(room)
         _ = table.read(room, page: page(room, version: version, keys: version == 5 ? [] : ["m"]), end: at(version))
         return table
@@ -45,14 +46,14 @@ struct FeedTableTests {
     func joins() {
         var table = Table()
         let (ann, bob, eve) = (Member(), Member(), Member())
-        let first = table.join(ann, partition: room, generation: 1, cursor: Cursor(rawValue: "v5"), position: at(5))
+        let first = table.join(ann, partition: room, generation: 1, from: at(5))
         #expect(first.result == .live && first.read)
-        let second = table.join(bob, partition: room, generation: 1, cursor: Cursor(rawValue: "v5"), position: at(5))
+        let second = table.join(bob, partition: room, generation: 1, from: at(5))
         #expect(second.result == .live && !second.read, "a read is running already")
         // The read comes back at version 7: a subscriber still at 6 must catch up alone first.
         _ = table.readBegins(room)
         _ = table.read(room, page: page(room, version: 7), end: at(7))
-        let late = table.join(eve, partition: room, generation: 1, cursor: Cursor(rawValue: "v6"), position: at(6))
+        let late = table.join(eve, partition: room, generation: 1, from: at(6))
         #expect(late.result == .behind && !late.read)
         #expect(table.counts == (1, 2))
     }
@@ -61,25 +62,25 @@ struct FeedTableTests {
     func aheadOfTheFeed() {
         var table = Table()
         let (ann, bob) = (Member(), Member())
-        _ = table.join(ann, partition: room, generation: 1, cursor: Cursor(rawValue: "v5"), position: at(5))
+        _ = table.join(ann, partition: room, generation: 1, from: at(5))
         _ = table.readBegins(room)
         _ = table.read(room, page: page(room, version: 5, keys: []), end: at(5))
-        let ahead = table.join(bob, partition: room, generation: 1, cursor: Cursor(rawValue: "v6"), position: at(6))
+        let ahead = table.join(bob, partition: room, generation: 1, from: at(6))
         #expect(ahead.result == .live && ahead.read)
     }
 
     @Test("commits during a read start no second read but make the running one read again; an older version starts nothing")
     func oneReadAtATime() {
         var table = Table()
-        _ = table.join(Member(), partition: room, generation: 1, cursor: Cursor(rawValue: "v5"), position: at(5))
+        _ = table.join(Member(), partition: room, generation: 1, from: at(5))
         let result1 = table.readBegins(room)
-        #expect(result1 == Cursor(rawValue: "v5"))
+        #expect(result1 == at(5))
         let result2 = table.committed(room, version: 6)
         #expect(!result2, "the read in flight covers it")
         let outcome = table.read(room, page: page(room, version: 6), end: at(6))
         #expect(outcome.readAgain, "a commit arrived during the read")
         let result3 = table.readBegins(room)
-        #expect(result3 == Cursor(rawValue: "v6"))
+        #expect(result3 == at(6))
         let last = table.read(room, page: page(room, version: 6, keys: []), end: at(6))
         #expect(!last.readAgain)
         let result4 = table.committed(room, version: 6)
@@ -93,16 +94,16 @@ struct FeedTableTests {
     @Test("a page that is not the last makes the feed read on")
     func pagedRead() {
         var table = Table()
-        _ = table.join(Member(), partition: room, generation: 1, cursor: Cursor(rawValue: "v0"), position: at(0))
+        _ = table.join(Member(), partition: room, generation: 1, from: at(0))
         _ = table.readBegins(room)
-        let result7 = table.read(room, page: page(room, version: 3, upToDate: false), end: FeedPosition(version: 3, after: key("Message", "m")))
+        let result7 = table.read(room, page: page(room, version: 3, upToDate: false), end: position(3, after: key("Message", "m")))
         #expect(result7.readAgain)
     }
 
     @Test("a local commit right after the feed's position is queued from memory, and only the first queuer drains")
     func localCommits() {
         var table = Table()
-        _ = table.join(Member(), partition: room, generation: 1, cursor: Cursor(rawValue: "v5"), position: at(5))
+        _ = table.join(Member(), partition: room, generation: 1, from: at(5))
         _ = table.readBegins(room)
         _ = table.read(room, page: page(room, version: 5, keys: []), end: at(5))
         // The read's page is still in the outbox (nobody drained yet): the next is queued behind it.
@@ -124,7 +125,7 @@ struct FeedTableTests {
     @Test("a local commit while the feed reads makes the read go again rather than queue out of order")
     func localCommitDuringRead() {
         var table = Table()
-        _ = table.join(Member(), partition: room, generation: 1, cursor: Cursor(rawValue: "v5"), position: at(5))
+        _ = table.join(Member(), partition: room, generation: 1, from: at(5))
         _ = table.readBegins(room)
         let result11 = table.committedLocally(room, version: 6) { page(room, version: 6) }
         #expect(result11 == .none)
@@ -137,8 +138,8 @@ struct FeedTableTests {
     func delivery() {
         var table = Table()
         let (ann, bob) = (Member(), Member())
-        _ = table.join(ann, partition: room, generation: 1, cursor: Cursor(rawValue: "v5"), position: at(5))
-        _ = table.join(bob, partition: room, generation: 3, cursor: Cursor(rawValue: "v5"), position: at(5))
+        _ = table.join(ann, partition: room, generation: 1, from: at(5))
+        _ = table.join(bob, partition: room, generation: 3, from: at(5))
         _ = table.readBegins(room)
         let outcome = table.read(room, page: page(room, version: 6), end: at(6))
         #expect(outcome.drain && !outcome.readAgain)
@@ -154,12 +155,12 @@ struct FeedTableTests {
         let second = table.nextDelivery(room, feed: first?.feed)
         #expect(second?.end == at(7))
         #expect(second?.members.map(\.id) == [ObjectIdentifier(ann)])
-        #expect(second?.members.first?.member.position == at(6))
+        #expect(second?.members.first?.member.position == FeedPosition(at(6)))
         table.delivered(second!, partition: room, outcomes: [(ObjectIdentifier(ann), 1, true)])
         let result14 = table.nextDelivery(room, feed: first?.feed)
         #expect(result14 == nil)
         #expect(table.feeds[room]?.delivering == false)
-        #expect(table.feeds[room]?.members[ObjectIdentifier(ann)]?.position == at(7))
+        #expect(table.feeds[room]?.members[ObjectIdentifier(ann)]?.position == FeedPosition(at(7)))
     }
 
     @Test("the outcome of a member's earlier generation changes nothing for the subscription that replaced it")
@@ -169,7 +170,7 @@ struct FeedTableTests {
         let delivery = table.nextDelivery(room, feed: nil)!
         // Ann subscribed again meanwhile (generation 2, at 6 already).
         table.leave(ObjectIdentifier(ann), partition: room)
-        _ = table.join(ann, partition: room, generation: 2, cursor: Cursor(rawValue: "v6"), position: at(6))
+        _ = table.join(ann, partition: room, generation: 2, from: at(6))
         table.delivered(delivery, partition: room, outcomes: [(ObjectIdentifier(ann), 1, false)])
         #expect(table.feeds[room]?.members[ObjectIdentifier(ann)]?.generation == 2, "the refusal was the old generation's")
     }
@@ -181,10 +182,10 @@ struct FeedTableTests {
         let first = table.nextDelivery(room, feed: nil)!
         // The feed resets (its members catch up alone) and a new one starts.
         _ = table.committed(room, version: 9)
-        let reset = table.read(room, page: page(room, version: 0, keys: [], reset: true), end: nil)
+        let reset = table.read(room, page: page(room, version: 0, keys: [], reset: true), end: at(0))
         #expect(reset.resync.map { ObjectIdentifier($0.subscriber) } == [ObjectIdentifier(ann)])
         #expect(table.feeds[room] == nil)
-        _ = table.join(ann, partition: room, generation: 2, cursor: Cursor(rawValue: "v9"), position: at(9))
+        _ = table.join(ann, partition: room, generation: 2, from: at(9))
         table.delivered(first, partition: room, outcomes: [(ObjectIdentifier(ann), 1, false)])
         #expect(table.counts.members == 1)
         let result15 = table.nextDelivery(room, feed: first.feed)
@@ -196,7 +197,7 @@ struct FeedTableTests {
     func removal() {
         var table = Table()
         let ann = Member()
-        _ = table.join(ann, partition: room, generation: 1, cursor: Cursor(rawValue: "v5"), position: at(5))
+        _ = table.join(ann, partition: room, generation: 1, from: at(5))
         // Reading: the feed stays until the read looks again.
         table.leave(ObjectIdentifier(ann), partition: room)
         #expect(table.feeds[room] != nil)
@@ -204,7 +205,7 @@ struct FeedTableTests {
         #expect(result16 == nil)
         #expect(table.feeds[room] == nil)
 
-        _ = table.join(ann, partition: room, generation: 2, cursor: Cursor(rawValue: "v5"), position: at(5))
+        _ = table.join(ann, partition: room, generation: 2, from: at(5))
         _ = table.readBegins(room)
         _ = table.read(room, page: page(room, version: 6), end: at(6))
         // Draining: the feed stays until its outbox is empty.
@@ -217,21 +218,11 @@ struct FeedTableTests {
         #expect(table.feeds[room] == nil)
     }
 
-    @Test("a page whose cursor is not ours stops the read and leaves the feed where it was")
-    func foreignCursor() {
-        var table = Table()
-        _ = table.join(Member(), partition: room, generation: 1, cursor: Cursor(rawValue: "v5"), position: at(5))
-        _ = table.readBegins(room)
-        let outcome = table.read(room, page: page(room, version: 6), end: nil)
-        #expect(!outcome.readAgain && !outcome.drain && outcome.resync.isEmpty)
-        #expect(table.feeds[room]?.position == at(5))
-    }
-
     @Test("a reconnected listener makes every feed read: idle ones start, reading ones go again")
     func listenerReconnected() {
         var table = Table()
-        _ = table.join(Member(), partition: room, generation: 1, cursor: Cursor(rawValue: "v5"), position: at(5))
-        _ = table.join(Member(), partition: other, generation: 1, cursor: Cursor(rawValue: "v5"), position: at(5))
+        _ = table.join(Member(), partition: room, generation: 1, from: at(5))
+        _ = table.join(Member(), partition: other, generation: 1, from: at(5))
         _ = table.readBegins(room)
         _ = table.read(room, page: page(room, version: 5, keys: []), end: at(5))
         _ = table.readBegins(other)
@@ -319,7 +310,7 @@ struct InputWatchTableTests {
         var table = Table()
         var ann: Session? = StubSubscriber()
         _ = table.watch([.partition(membership)], versionsRead: [:], for: ann!)
-        weak var gone = ann
+        weak let gone = ann
         ann = nil
         #expect(gone == nil)
         let result32 = table.committed(membership, version: 1, polled: false)

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import PartitionSync
 import SyncProtocol
@@ -67,9 +68,16 @@ enum TestRules {
 }
 
 
-/// A page of `bytes` bytes for a session's outbox, ending at `version`, whose cursor is `c<version>`.
+/// The database every test position belongs to.
+let testEpoch = UUID(uuidString: "00000000-0000-0000-0000-00000000e0c1")!
+
+/// A position at `version` (complete, or up to and including the object `after`) of ``testEpoch``.
+func position(_ version: Int64, after: ObjectKey? = nil) -> CursorPosition {
+    CursorPosition(epoch: testEpoch, version: version, after: after)
+}
+
+/// A page of `bytes` bytes for a session's outbox, ending at `version`.
 func outboxPage(_ partition: Partition, generation: Int, version: Int64, bytes: Int = 10) -> SessionOutbox.Page {
     SessionOutbox.Page(
-        partition: partition, generation: generation, cursor: Cursor(rawValue: "c\(version)"), end: FeedPosition(version: version),
-        bytes: ByteBuffer(repeating: UInt8(ascii: "x"), count: bytes))
+        partition: partition, generation: generation, end: position(version), bytes: ByteBuffer(repeating: UInt8(ascii: "x"), count: bytes))
 }

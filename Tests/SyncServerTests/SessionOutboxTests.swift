@@ -2,6 +2,7 @@ import NIOCore
 import NIOWebSocket
 import PartitionSync
 import SyncProtocol
+import SyncStorage
 import Testing
 
 @testable import SyncServer
@@ -39,16 +40,37 @@ struct SessionOutboxTests {
         #expect(outbox.pendingPages(wiki, generation: 4) == 1)
     }
 
-    @Test("an upload's answer goes before the queued pages of its partition that reach its commit, after the others")
+    @Test("an upload batch's answers go, in order, before the queued pages of its partition that reach its commit, after the others")
     func answerAhead() {
         let outbox = Outbox(byteLimit: 1_000, replyLimit: 10)
+        outbox.uploadBegan(to: wiki)
         #expect(outbox.queuePage(outboxPage(wiki, generation: 1, version: 5)))
         #expect(outbox.queuePage(outboxPage(user, generation: 1, version: 9)))
         #expect(outbox.queuePage(outboxPage(wiki, generation: 1, version: 7)))
-        #expect(outbox.queueReply("ack", ahead: (wiki, 7)) == .queued)
+        #expect(outbox.uploadAnswered(["ack1", "ack2"], partition: wiki, commit: 7) == .queued)
         #expect(outbox.queueReply("later") == .queued)
         let order = drained(outbox)
-        #expect(order == ["wiki@5", "user@9", "ack", "wiki@7", "later"])
+        #expect(order == ["wiki@5", "user@9", "ack1", "ack2", "wiki@7", "later"])
+    }
+
+    @Test("answers whose commit's pages are not queued yet go at the end, before those pages arrive")
+    func answerBeforeLatePages() {
+        let outbox = Outbox(byteLimit: 1_000, replyLimit: 10)
+        outbox.uploadBegan(to: wiki)
+        #expect(outbox.queuePage(outboxPage(wiki, generation: 1, version: 5)))
+        #expect(outbox.uploadAnswered(["ack"], partition: wiki, commit: 6) == .queued)
+        #expect(outbox.queuePage(outboxPage(wiki, generation: 1, version: 6)))
+        #expect(drained(outbox) == ["wiki@5", "ack", "wiki@6"])
+    }
+
+    @Test("a batch's answers are taken all or none: a batch that would pass the reply limit closes the session rather than lose an answer")
+    func answersAllOrNone() {
+        let outbox = Outbox(byteLimit: 1_000, replyLimit: 3)
+        #expect(outbox.queueReply("a") == .queued)
+        outbox.uploadBegan(to: wiki)
+        #expect(outbox.uploadAnswered(["ack1", "ack2", "ack3"], partition: wiki, commit: 2) == .overflow)
+        #expect(outbox.applying == nil, "the partition's pages flow again")
+        #expect(drained(outbox) == ["a"])
     }
 
     @Test("pages are bounded in bytes, but an empty queue takes a page of any size")
@@ -79,14 +101,15 @@ struct SessionOutboxTests {
     @Test("the pages of a partition being uploaded to wait until the upload is answered; other items pass only up to them")
     func heldBack() {
         let outbox = Outbox(byteLimit: 1_000, replyLimit: 10)
-        outbox.heldBack = wiki
+        outbox.uploadBegan(to: wiki)
+        #expect(outbox.queueReply("hello") == .queued)
         #expect(outbox.queuePage(outboxPage(wiki, generation: 1, version: 3)))
-        #expect(outbox.queueReply("ack", ahead: (wiki, 3)) == .queued)
-        #expect(drained(outbox) == ["ack"])
-        #expect(outbox.queuePage(outboxPage(wiki, generation: 1, version: 4)))
+        #expect(outbox.queuePage(outboxPage(user, generation: 1, version: 8)))
+        #expect(drained(outbox) == ["hello"])
         #expect(outbox.next() == nil)
-        outbox.heldBack = nil
-        #expect(drained(outbox) == ["wiki@3", "wiki@4"])
+        #expect(outbox.uploadAnswered(["ack"], partition: wiki, commit: 3) == .queued)
+        #expect(outbox.queuePage(outboxPage(wiki, generation: 1, version: 4)))
+        #expect(drained(outbox) == ["ack", "wiki@3", "user@8", "wiki@4"])
     }
 
     /// Takes every item the writer may take now, as short names.
@@ -114,14 +137,13 @@ final class Outbox {
     }
 
     var pageBytes: Int { value.pageBytes }
-    var heldBack: Partition? {
-        get { value.heldBack }
-        set { value.heldBack = newValue }
-    }
+    var applying: Partition? { value.applying }
     func pendingPages(_ partition: Partition, generation: Int) -> Int { value.pendingPages(partition, generation: generation) }
     func queuePage(_ page: SessionOutbox.Page) -> Bool { value.queuePage(page) }
-    func queueReply(_ text: String, ahead: (partition: Partition, version: Int64)? = nil) -> SessionOutbox.ReplyOutcome {
-        value.queueReply(text, ahead: ahead)
+    func queueReply(_ text: String) -> SessionOutbox.ReplyOutcome { value.queueReply(text) }
+    func uploadBegan(to partition: Partition) { value.uploadBegan(to: partition) }
+    func uploadAnswered(_ answers: [String], partition: Partition, commit: Int64?) -> SessionOutbox.ReplyOutcome {
+        value.uploadAnswered(answers, partition: partition, commit: commit)
     }
     func queueClose(_ code: WebSocketErrorCode, _ reason: String) -> Bool { value.queueClose(code, reason) }
     func dropPages(of partition: Partition) -> Int { value.dropPages(of: partition) }

@@ -1,6 +1,7 @@
 import NIOCore
 import PartitionSync
 import SyncProtocol
+import SyncStorage
 import Testing
 
 @testable import SyncServer
@@ -12,22 +13,22 @@ struct SessionSubscriptionsTests {
     let wiki = partition("wiki=w1")
     let user = partition("user=u1")
 
-    @Test("a new subscription catches up from the client's cursor; its next read continues from the last page queued, not the last written")
-    func catchUpCursor() throws {
+    @Test("a new subscription catches up from the client's position; its next read continues from the last page queued, not the last written")
+    func catchUpPosition() throws {
         var outbox = SessionOutbox(byteLimit: 1_000, replyLimit: 10)
         var subscriptions = SessionSubscriptions()
-        let (generation, replaced) = subscriptions.subscribe(wiki, from: Cursor(rawValue: "c3"), inputs: [], progress: false, outbox: &outbox)
+        let (generation, replaced) = subscriptions.subscribe(wiki, from: position(3), inputs: [], progress: false, outbox: &outbox)
         #expect(replaced == nil)
         let result1 = subscriptions.nextCatchUp(outbox: outbox)
         let first = try #require(result1)
-        #expect(first == .init(partition: wiki, generation: generation, cursor: Cursor(rawValue: "c3"), countsTotal: false))
+        #expect(first == .init(partition: wiki, generation: generation, start: position(3), countsTotal: false))
         let result2 = subscriptions.nextCatchUp(outbox: outbox)
         #expect(result2 == nil, "one read in flight per subscription")
         let result3 = subscriptions.catchUpRead(first, page: outboxPage(wiki, generation: generation, version: 5), outbox: &outbox)
         #expect(result3)
         let result4 = subscriptions.nextCatchUp(outbox: outbox)
         let second = try #require(result4)
-        #expect(second.cursor == Cursor(rawValue: "c5"), "read ahead of the writer")
+        #expect(second.start == position(5), "read ahead of the writer")
     }
 
     @Test("at most four pages of one catch-up are pending; a written page lets the next read go")
@@ -46,9 +47,9 @@ struct SessionSubscriptionsTests {
         guard case .page(let first)? = outbox.next() else { Issue.record("no page to write"); return }
         let result8 = subscriptions.written(first, outbox: &outbox)
         #expect(result8, "a catching-up subscription wakes the worker")
-        #expect(subscriptions[wiki]?.delivered == Cursor(rawValue: "c1"))
+        #expect(subscriptions[wiki]?.delivered == position(1))
         let result9 = subscriptions.nextCatchUp(outbox: outbox)
-        #expect(result9?.cursor == Cursor(rawValue: "c4"))
+        #expect(result9?.start == position(4))
     }
 
     @Test("no catch-up read while the queue's pages take half its byte limit")
@@ -74,13 +75,13 @@ struct SessionSubscriptionsTests {
         _ = subscriptions.subscribe(wiki, from: nil, inputs: [], progress: false, outbox: &outbox)
         let result13 = subscriptions.nextCatchUp(outbox: outbox)
         let read = try #require(result13)
-        let (again, replaced) = subscriptions.subscribe(wiki, from: Cursor(rawValue: "c9"), inputs: [], progress: false, outbox: &outbox)
+        let (again, replaced) = subscriptions.subscribe(wiki, from: position(9), inputs: [], progress: false, outbox: &outbox)
         #expect(replaced?.generation == read.generation && again > read.generation)
         let result14 = subscriptions.catchUpRead(read, page: outboxPage(wiki, generation: read.generation, version: 5), outbox: &outbox)
         #expect(!result14)
         #expect(outbox.pageBytes == 0)
         let result15 = subscriptions.nextCatchUp(outbox: outbox)
-        #expect(result15?.cursor == Cursor(rawValue: "c9"), "the new generation reads on its own")
+        #expect(result15?.start == position(9), "the new generation reads on its own")
         _ = subscriptions.end(wiki, outbox: &outbox)
         let result16 = subscriptions.nextCatchUp(outbox: outbox)
         #expect(result16 == nil)
@@ -126,7 +127,7 @@ struct SessionSubscriptionsTests {
         #expect(result27 == nil, "live subscriptions are not read")
         let result28 = subscriptions.live(outboxPage(wiki, generation: generation, version: 2), outbox: &outbox)
         #expect(result28 == .queued)
-        #expect(subscriptions[wiki]?.queued == Cursor(rawValue: "c1"), "a live page is not a catch-up position")
+        #expect(subscriptions[wiki]?.queued == position(1), "a live page is not a catch-up position")
         let result29 = subscriptions.catchUpAgain(wiki, generation: generation)
         #expect(result29)
         let result30 = subscriptions.catchUpAgain(wiki, generation: generation + 1)
@@ -138,7 +139,7 @@ struct SessionSubscriptionsTests {
     func overflow() throws {
         var outbox = SessionOutbox(byteLimit: 100, replyLimit: 10)
         var subscriptions = SessionSubscriptions()
-        let (generation, _) = subscriptions.subscribe(wiki, from: Cursor(rawValue: "c0"), inputs: [], progress: false, outbox: &outbox)
+        let (generation, _) = subscriptions.subscribe(wiki, from: position(0), inputs: [], progress: false, outbox: &outbox)
         let result31 = subscriptions.nextCatchUp(outbox: outbox)
         let read = try #require(result31)
         let result32 = subscriptions.catchUpRead(read, page: outboxPage(wiki, generation: generation, version: 1), outbox: &outbox)
@@ -153,7 +154,7 @@ struct SessionSubscriptionsTests {
         #expect(result35 == .overflowed)
         #expect(outbox.pageBytes == 0, "its queued pages were dropped")
         let result36 = subscriptions.nextCatchUp(outbox: outbox)
-        #expect(result36?.cursor == Cursor(rawValue: "c1"), "from the last page written")
+        #expect(result36?.start == position(1), "from the last page written")
     }
 
     @Test("a written live page wakes the worker only when another subscription waits to catch up and the queue is under half full")

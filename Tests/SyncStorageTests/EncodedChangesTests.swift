@@ -38,12 +38,14 @@ struct EncodedChangesTests {
             var pages = 0
             repeat {
                 let decoded = try await store.changes(in: room, after: cursor, limit: 2)
-                let encoded = try await store.encodedChanges(in: room, after: cursor, limit: 2)
-                try expectSame(encoded, decoded)
+                let encoded = try await store.encodedChanges(in: room, from: position(cursor), limit: 2)
+                try expectSame(encoded.batch, decoded)
+                #expect(encoded.end.cursor == decoded.cursor, "the typed end is the wire cursor's place")
                 // The same page written out by the database whole.
-                let whole = try await store.encodedPage(in: room, after: cursor, limit: 2)
-                #expect(whole.objectCount == decoded.objects.count)
-                try expectSame(whole, decoded)
+                let whole = try await store.encodedPage(in: room, from: position(cursor), limit: 2)
+                #expect(whole.batch.objectCount == decoded.objects.count)
+                #expect(whole.end == encoded.end)
+                try expectSame(whole.batch, decoded)
                 cursor = decoded.cursor
                 pages += 1
                 if decoded.upToDate { break }
@@ -51,15 +53,18 @@ struct EncodedChangesTests {
             #expect(pages == 2)  // three live objects; the snapshot leaves out the tombstone
             let catchUp = try await store.changes(in: room, after: middle)
             #expect(catchUp.objects.contains { $0.isDeleted })
-            try expectSame(try await store.encodedChanges(in: room, after: middle), catchUp)
-            try expectSame(try await store.encodedPage(in: room, after: middle), catchUp)
+            try expectSame(try await store.encodedChanges(in: room, from: position(middle)).batch, catchUp)
+            try expectSame(try await store.encodedPage(in: room, from: position(middle)).batch, catchUp)
             // An empty catch-up, and a partition never written.
             let head = catchUp.cursor
-            try expectSame(try await store.encodedPage(in: room, after: head), try await store.changes(in: room, after: head))
+            try expectSame(try await store.encodedPage(in: room, from: position(head)).batch, try await store.changes(in: room, after: head))
             let nothing = partition("room=nothing")
-            try expectSame(try await store.encodedPage(in: nothing, after: nil), try await store.changes(in: nothing, after: nil))
+            try expectSame(try await store.encodedPage(in: nothing, from: nil).batch, try await store.changes(in: nothing, after: nil))
         }
     }
+
+    /// Where a cursor this database handed out stands.
+    func position(_ cursor: Cursor?) -> CursorPosition? { cursor.flatMap(CursorPosition.init) }
 
     @Test("a subset of an encoded page, not reset, is the message of that subset")
     func subset() throws {

@@ -1,12 +1,24 @@
 import NIOCore
 import PartitionSync
 import SyncProtocol
+import SyncStorage
 
 /// A subscription's place in a partition's history: a complete version, or a version
 /// delivered up to and including one object (pages may split a commit).
 struct FeedPosition: Sendable, Hashable, Comparable {
     var version: Int64
     var after: ObjectKey?
+
+    init(version: Int64, after: ObjectKey? = nil) {
+        self.version = version
+        self.after = after
+    }
+
+    /// The place of a position in the partition's history (its database and a snapshot's
+    /// tombstone floor aside).
+    init(_ position: CursorPosition) {
+        self.init(version: position.version, after: position.after)
+    }
 
     static func < (lhs: FeedPosition, rhs: FeedPosition) -> Bool {
         if lhs.version != rhs.version { return lhs.version < rhs.version }
@@ -35,7 +47,7 @@ protocol FeedSubscriber: AnyObject, Sendable {
     /// Queues a page for a live subscription, which ends at `end`; `false` when the
     /// subscription is no longer live there (ended, or its queue overflowed and it will catch
     /// up on its own).
-    func deliver(partition: Partition, generation: Int, cursor: Cursor, end: FeedPosition, bytes: ByteBuffer, objectCount: Int) -> Bool
+    func deliver(partition: Partition, generation: Int, end: CursorPosition, bytes: ByteBuffer, objectCount: Int) -> Bool
     /// The partition's live feed cannot continue (its cursor was reset): catch up alone.
     func resync(partition: Partition, generation: Int)
     /// Something a permission decision of this session depends on has changed (a partition

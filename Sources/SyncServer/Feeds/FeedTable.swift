@@ -32,14 +32,14 @@ struct FeedTable {
         /// Tells this feed from a later one of the same partition (a drainer of an ended feed
         /// stops rather than deliver the new one's pages).
         let id: Int
-        var cursor: Cursor
-        var position: FeedPosition
+        /// Where the feed has read up to (its outbox included): the next read starts there.
+        var position: CursorPosition
         var members: [ObjectIdentifier: Member] = [:]
         var fetching = false
         var dirty = false
         /// Pages read or committed and not yet handed to the members, in order, with the
         /// position each ends at. The feed's ``position`` already counts them.
-        var outbox: Deque<(page: EncodedChangeBatch, end: FeedPosition)> = []
+        var outbox: Deque<(page: EncodedChangeBatch, end: CursorPosition)> = []
         /// A drainer is handing the outbox to the members.
         var delivering = false
 
@@ -54,9 +54,8 @@ struct FeedTable {
         }
 
         /// Queues a page; whether the caller must now drain the outbox (no one else is).
-        mutating func enqueue(_ page: EncodedChangeBatch, at end: FeedPosition) -> Bool {
+        mutating func enqueue(_ page: EncodedChangeBatch, at end: CursorPosition) -> Bool {
             outbox.append((page, end))
-            cursor = page.cursor
             position = end
             guard !delivering else { return false }
             delivering = true
@@ -71,7 +70,7 @@ struct FeedTable {
     struct Delivery {
         let feed: Int
         let page: EncodedChangeBatch
-        let end: FeedPosition
+        let end: CursorPosition
         let members: [(id: ObjectIdentifier, member: Member)]
     }
 
@@ -92,7 +91,7 @@ struct FeedTable {
         var readAgain = false
         /// Drain the outbox.
         var drain = false
-        /// The feed ended because its cursor can no longer be continued: these members catch
+        /// The feed ended because its position can no longer be continued: these members catch
         /// up alone.
         var resync: [Member] = []
     }
@@ -115,16 +114,16 @@ struct FeedTable {
     /// feed reads as for a notification.
     mutating func committedLocally(_ partition: Partition, version: Int64, page: () -> EncodedChangeBatch) -> LocalCommitAction {
         guard var feed = feeds[partition] else { return .none }
-        guard !feed.fetching, feed.position == FeedPosition(version: version - 1) else {
+        guard !feed.fetching, FeedPosition(feed.position) == FeedPosition(version: version - 1) else {
             return committed(partition, version: version) ? .read : .none
         }
-        let drain = feed.enqueue(page(), at: FeedPosition(version: version))
+        let drain = feed.enqueue(page(), at: CursorPosition(epoch: feed.position.epoch, version: version))
         feeds[partition] = feed
         return .queued(drain: drain)
     }
 
     /// The listener (re)connected: notifications may have been missed, so every feed reads
-    /// from its cursor. The feeds whose read must start.
+    /// from its position. The feeds whose read must start.
     mutating func listenerConnected() -> [Partition] {
         var started: [Partition] = []
         for partition in Array(feeds.keys) where feeds[partition]!.needsRead() {
@@ -135,20 +134,20 @@ struct FeedTable {
 
     // MARK: Membership
 
-    /// A subscription asks to receive a partition live from `position` (where it has
-    /// delivered up to), `cursor` being the same place on the wire; whether a read of the feed
-    /// must start.
-    mutating func join(_ subscriber: Subscriber, partition: Partition, generation: Int, cursor: Cursor, position: FeedPosition) -> (
+    /// A subscription asks to receive a partition live from `start` (where it has delivered
+    /// up to); whether a read of the feed must start.
+    mutating func join(_ subscriber: Subscriber, partition: Partition, generation: Int, from start: CursorPosition) -> (
         result: FeedJoinResult, read: Bool
     ) {
         let isNew = feeds[partition] == nil
         if isNew { nextFeed += 1 }
-        var feed = feeds[partition] ?? Feed(id: nextFeed, cursor: cursor, position: position)
-        if !isNew, position < feed.position { return (.behind, false) }
+        var feed = feeds[partition] ?? Feed(id: nextFeed, position: start)
+        let position = FeedPosition(start)
+        if !isNew, position < FeedPosition(feed.position) { return (.behind, false) }
         feed.members[ObjectIdentifier(subscriber)] = Member(subscriber: subscriber, generation: generation, position: position)
         // A new feed, or a subscriber ahead of the feed, may have missed notifications before
         // it joined: read once now so nothing committed since is left behind.
-        let read = (isNew || feed.position < position) && feed.needsRead()
+        let read = (isNew || FeedPosition(feed.position) < position) && feed.needsRead()
         feeds[partition] = feed
         return (.live, read)
     }
@@ -162,9 +161,9 @@ struct FeedTable {
 
     // MARK: Reading
 
-    /// A read of the feed begins (again): the cursor to read after; `nil` when the feed has
+    /// A read of the feed begins (again): the position to read from; `nil` when the feed has
     /// ended or lost its members (it is then removed, and the read stops).
-    mutating func readBegins(_ partition: Partition) -> Cursor? {
+    mutating func readBegins(_ partition: Partition) -> CursorPosition? {
         guard var feed = feeds[partition] else { return nil }
         if feed.members.isEmpty {
             feeds.removeValue(forKey: partition)
@@ -172,19 +171,17 @@ struct FeedTable {
         }
         feed.dirty = false
         feeds[partition] = feed
-        return feed.cursor
+        return feed.position
     }
 
-    /// A read returned a page, which ends at `end` (`nil` when its cursor is not one of
-    /// ours: the read stops).
-    mutating func read(_ partition: Partition, page: EncodedChangeBatch, end: FeedPosition?) -> ReadOutcome {
+    /// A read returned a page, which ends at `end`.
+    mutating func read(_ partition: Partition, page: EncodedChangeBatch, end: CursorPosition) -> ReadOutcome {
         guard var feed = feeds[partition] else { return ReadOutcome() }
         if page.reset {
-            // The feed's cursor can no longer be continued from: every member catches up alone.
+            // The feed's position can no longer be continued from: every member catches up alone.
             feeds.removeValue(forKey: partition)
             return ReadOutcome(resync: Array(feed.members.values))
         }
-        guard let end else { return ReadOutcome() }
         var outcome = ReadOutcome()
         outcome.drain = feed.enqueue(page, at: end)
         outcome.readAgain = !page.upToDate || feed.dirty
@@ -205,7 +202,8 @@ struct FeedTable {
             return nil
         }
         feeds[partition] = feed
-        let members = feed.members.filter { $0.value.position < end }.map { (id: $0.key, member: $0.value) }
+        let reached = FeedPosition(end)
+        let members = feed.members.filter { $0.value.position < reached }.map { (id: $0.key, member: $0.value) }
         return Delivery(feed: feed.id, page: page, end: end, members: members)
     }
 
@@ -218,8 +216,8 @@ struct FeedTable {
             guard let member = feed.members[id], member.generation == generation else { continue }
             if !accepted {
                 feed.members.removeValue(forKey: id)
-            } else if member.position < delivery.end {
-                feed.members[id]?.position = delivery.end
+            } else if member.position < FeedPosition(delivery.end) {
+                feed.members[id]?.position = FeedPosition(delivery.end)
             }
         }
         feeds[partition] = feed

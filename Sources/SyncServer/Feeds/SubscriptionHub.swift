@@ -11,7 +11,7 @@ import SyncStorage
 ///
 /// Commits announce `(partition, version)` through PostgreSQL (see ``ChangeListener``). For
 /// each partition with live subscribers the hub keeps one feed: it reads the partition's new
-/// changes once, after the feed's cursor, and hands the same page (encoded once) to every
+/// changes once, after the feed's position, and hands the same page (encoded once) to every
 /// subscriber, rather than each subscriber querying on its own. A subscriber that was
 /// catching up joins the feed when its own reading reaches the feed's position.
 ///
@@ -113,7 +113,7 @@ package final class SubscriptionHub: Service, Sendable {
     }
 
     /// The listener (re)connected: notifications may have been missed, so every feed reads
-    /// from its cursor, and every permission decision is checked again.
+    /// from its position, and every permission decision is checked again.
     func listenerConnected() {
         let (partitions, watchers) = state.withLock { state in
             (state.feeds.listenerConnected(), state.inputs.everyPartitionWatch)
@@ -124,13 +124,13 @@ package final class SubscriptionHub: Service, Sendable {
 
     // MARK: Membership
 
-    /// Asks to receive a partition live from `position` (a complete or partial version the
+    /// Asks to receive a partition live from `start` (a complete or partial version the
     /// subscriber has delivered up to). The subscriber has made its subscription live before
     /// it asks (the hub calls no subscriber under its lock); on `.behind` it makes it catch
     /// up again.
-    func join(_ subscriber: any FeedSubscriber, partition: Partition, generation: Int, cursor: Cursor, position: FeedPosition) -> JoinResult {
+    func join(_ subscriber: any FeedSubscriber, partition: Partition, generation: Int, from start: CursorPosition) -> JoinResult {
         let (result, read) = state.withLock { state in
-            state.feeds.join(subscriber, partition: partition, generation: generation, cursor: cursor, position: position)
+            state.feeds.join(subscriber, partition: partition, generation: generation, from: start)
         }
         if read { eventSink.yield(.fetch(partition)) }
         return result
@@ -209,10 +209,10 @@ package final class SubscriptionHub: Service, Sendable {
     private func fetch(_ partition: Partition) async {
         var failures = 0
         while true {
-            guard let cursor = state.withLock({ $0.feeds.readBegins(partition) }) else { return }
-            let page: EncodedChangeBatch
+            guard let position = state.withLock({ $0.feeds.readBegins(partition) }) else { return }
+            let page: PositionedPage
             do {
-                page = try await store.encodedChanges(in: partition, after: cursor, limit: batchSize)
+                page = try await store.encodedChanges(in: partition, from: position, limit: batchSize)
                 metrics.feedReads.increment()
                 failures = 0
             } catch {
@@ -222,8 +222,7 @@ package final class SubscriptionHub: Service, Sendable {
                 if Task.isCancelled { return }
                 continue
             }
-            let end = CursorPosition(page.cursor).map { FeedPosition(version: $0.version, after: $0.after) }
-            let outcome = state.withLock { $0.feeds.read(partition, page: page, end: end) }
+            let outcome = state.withLock { $0.feeds.read(partition, page: page.batch, end: page.end) }
             for member in outcome.resync { member.subscriber.resync(partition: partition, generation: member.generation) }
             if outcome.drain { drain(partition) }
             if !outcome.readAgain { return }
@@ -266,7 +265,7 @@ package final class SubscriptionHub: Service, Sendable {
                 continue
             }
             let accepted = member.subscriber.deliver(
-                partition: partition, generation: member.generation, cursor: delivery.page.cursor, end: delivery.end, bytes: message.bytes,
+                partition: partition, generation: member.generation, end: delivery.end, bytes: message.bytes,
                 objectCount: message.count)
             if accepted { metrics.pushed(message.count) }
             outcomes.append((id, member.generation, accepted))

@@ -3,6 +3,7 @@ import NIOCore
 import NIOWebSocket
 import PartitionSync
 import SyncProtocol
+import SyncStorage
 
 /// What a session has yet to send, in order: replies, pages of its subscriptions and, last, a
 /// close frame; and how many pages of each subscription are queued or being written.
@@ -14,21 +15,23 @@ import SyncProtocol
 ///   started again begins with no page pending, whatever its former one left queued or in the
 ///   writer (a count carried over never went down again, and the new subscription waited
 ///   forever for it);
-/// - an upload's answer goes before the queued pages of its partition that reach its commit
-///   or later, compared by their positions, so a client hears of its upload before it sees the
-///   upload's effects;
+/// - an upload batch is one event from the outbox's point of view: while it is applied
+///   (``uploadBegan(to:)``) the pages of its partition wait, and its answers arrive together
+///   (``uploadAnswered(_:partition:commit:)``), placed before the first queued page of the
+///   partition that reaches its commit, so a client hears of its upload before it sees the
+///   upload's effects, whether the commit's pages reached the queue before the answers or
+///   after;
 /// - the pages' bytes are bounded (an empty queue always takes one page, so a page larger than
-///   the bound still goes), replies are bounded, and nothing is queued after the close frame;
-/// - pages of a partition an upload is being applied to are held back until it is answered.
+///   the bound still goes), replies are bounded, and nothing is queued after the close frame.
 struct SessionOutbox {
     /// One page of changes, as the bytes of its `changes` message (shared by every session it
     /// goes to).
     struct Page {
         var partition: Partition
         var generation: Int
-        var cursor: Cursor
-        /// Where the page ends in the partition's history.
-        var end: FeedPosition
+        /// Where the page ends in the partition's history (its message carries the same place
+        /// as a cursor).
+        var end: CursorPosition
         var bytes: ByteBuffer
     }
 
@@ -64,9 +67,9 @@ struct SessionOutbox {
     private(set) var replies = 0
     /// The close frame is queued (or the session ends without one): nothing more is.
     private(set) var isClosed = false
-    /// While set, the pages of this partition wait (an upload to it is being applied: its
-    /// answers go first).
-    var heldBack: Partition?
+    /// The partition an upload batch is being applied to: its pages wait until the batch is
+    /// answered.
+    private(set) var applying: Partition?
     /// Pages queued or being written, per subscription generation; absent when none.
     private var pending: [Subscription: Int] = [:]
 
@@ -80,23 +83,38 @@ struct SessionOutbox {
         pending[Subscription(partition: partition, generation: generation)] ?? 0
     }
 
-    /// Queues a reply at the end; with `ahead`, before the first queued page of that partition
-    /// that reaches that version or later.
-    mutating func queueReply(_ text: String, ahead: (partition: Partition, version: Int64)? = nil) -> ReplyOutcome {
+    /// Queues a reply at the end.
+    mutating func queueReply(_ text: String) -> ReplyOutcome {
         guard !isClosed else { return .closed }
         guard replies < replyLimit else { return .overflow }
-        let index = ahead.flatMap { ahead in
+        items.append(.reply(text))
+        replies += 1
+        return .queued
+    }
+
+    /// An upload batch to `partition` is being applied: the partition's pages wait for its
+    /// answers (its commit reaches this instance's feeds, and so this queue, before the
+    /// uploader has its outcome).
+    mutating func uploadBegan(to partition: Partition) {
+        applying = partition
+    }
+
+    /// The upload batch was answered: its answers, in order, go before the first queued page
+    /// of its partition that reaches `commit` (the version the batch committed; `nil` when it
+    /// committed nothing new), or at the end; the partition's pages flow again. The answers
+    /// are taken all or none.
+    mutating func uploadAnswered(_ answers: [String], partition: Partition, commit: Int64?) -> ReplyOutcome {
+        if applying == partition { applying = nil }
+        guard !isClosed else { return .closed }
+        guard replies + answers.count <= replyLimit else { return .overflow }
+        let index = commit.flatMap { commit in
             items.firstIndex { item in
                 guard case .page(let page) = item else { return false }
-                return page.partition == ahead.partition && page.end.version >= ahead.version
+                return page.partition == partition && page.end.version >= commit
             }
         }
-        if let index {
-            items.insert(.reply(text), at: index)
-        } else {
-            items.append(.reply(text))
-        }
-        replies += 1
+        items.insert(contentsOf: answers.lazy.map(Item.reply), at: index ?? items.endIndex)
+        replies += answers.count
         return .queued
     }
 
@@ -132,7 +150,7 @@ struct SessionOutbox {
     /// The next item for the writer; `nil` when there is none, or the next is a page held
     /// back. A page stays pending until ``written(_:)``.
     mutating func next() -> Item? {
-        if case .page(let page)? = items.first, page.partition == heldBack { return nil }
+        if case .page(let page)? = items.first, page.partition == applying { return nil }
         guard let item = items.popFirst() else { return nil }
         switch item {
         case .reply: replies -= 1

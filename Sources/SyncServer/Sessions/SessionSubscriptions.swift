@@ -1,5 +1,6 @@
 import PartitionSync
 import SyncProtocol
+import SyncStorage
 
 /// A session's subscriptions as a value without I/O: which partition reads what next, which
 /// follow their feed live, what each has delivered. The session keeps it in its state and
@@ -8,9 +9,9 @@ import SyncProtocol
 /// outside the lock (read a page, join the feed, wake the worker).
 ///
 /// A subscription is either catching up (the worker reads pages after its last queued or
-/// delivered cursor, the next while the previous is written) or live (the hub hands it each
+/// delivered position, the next while the previous is written) or live (the hub hands it each
 /// commit). A live one whose page would overflow the queue drops its queued pages and
-/// catches up again from the last cursor the client was actually sent.
+/// catches up again from the last position the client was actually sent.
 struct SessionSubscriptions {
     enum Mode: Equatable {
         case catchingUp
@@ -20,11 +21,12 @@ struct SessionSubscriptions {
     struct Subscription {
         var generation: Int
         var mode: Mode
-        /// The cursor of the last page written to the socket (or the one the client subscribed with).
-        var delivered: Cursor?
-        /// The cursor of the last catch-up page queued, while it is not written yet: the next
+        /// Where the last page written to the socket ends (or where the client subscribed from;
+        /// `nil`: a snapshot).
+        var delivered: CursorPosition?
+        /// Where the last catch-up page queued ends, while it is not written yet: the next
         /// catch-up read continues from it.
-        var queued: Cursor?
+        var queued: CursorPosition?
         /// A catch-up read is in flight.
         var fetching = false
         /// What its read permission was decided on.
@@ -34,11 +36,12 @@ struct SessionSubscriptions {
         var countsTotal = false
     }
 
-    /// A catch-up read to make: the page after `cursor` of the subscription's generation.
+    /// A catch-up read to make: the page from `start` (`nil`: a snapshot's first) of the
+    /// subscription's generation.
     struct CatchUpRead: Equatable {
         var partition: Partition
         var generation: Int
-        var cursor: Cursor?
+        var start: CursorPosition?
         /// Count the objects the catch-up holds (the first page of a catch-up asked with progress).
         var countsTotal: Bool
     }
@@ -70,8 +73,9 @@ struct SessionSubscriptions {
     // MARK: Subscribing
 
     /// Starts a subscription, or starts it again (a new generation, catching up from
-    /// `cursor`; the old one's queued pages are dropped). The subscription it replaced.
-    mutating func subscribe(_ partition: Partition, from cursor: Cursor?, inputs: Set<PermissionInput>, progress: Bool, outbox: inout SessionOutbox)
+    /// `start`, `nil` for a snapshot; the old one's queued pages are dropped). The
+    /// subscription it replaced.
+    mutating func subscribe(_ partition: Partition, from start: CursorPosition?, inputs: Set<PermissionInput>, progress: Bool, outbox: inout SessionOutbox)
         -> (generation: Int, replaced: Subscription?)
     {
         let replaced = all[partition]
@@ -79,7 +83,7 @@ struct SessionSubscriptions {
         let generation = nextGeneration
         nextGeneration += 1
         all[partition] = Subscription(
-            generation: generation, mode: .catchingUp, delivered: cursor, inputs: inputs, countsTotal: progress && !counted.contains(partition))
+            generation: generation, mode: .catchingUp, delivered: start, inputs: inputs, countsTotal: progress && !counted.contains(partition))
         return (generation, replaced)
     }
 
@@ -118,7 +122,7 @@ struct SessionSubscriptions {
         all[partition]?.countsTotal = false
         if subscription.countsTotal { counted.insert(partition) }
         return CatchUpRead(
-            partition: partition, generation: subscription.generation, cursor: subscription.queued ?? subscription.delivered,
+            partition: partition, generation: subscription.generation, start: subscription.queued ?? subscription.delivered,
             countsTotal: subscription.countsTotal)
     }
 
@@ -175,7 +179,7 @@ struct SessionSubscriptions {
 
     private mutating func queue(_ page: SessionOutbox.Page, outbox: inout SessionOutbox) -> Bool {
         guard outbox.queuePage(page) else { return false }
-        if all[page.partition]?.mode == .catchingUp { all[page.partition]?.queued = page.cursor }
+        if all[page.partition]?.mode == .catchingUp { all[page.partition]?.queued = page.end }
         return true
     }
 
@@ -186,8 +190,8 @@ struct SessionSubscriptions {
     mutating func written(_ page: SessionOutbox.Page, outbox: inout SessionOutbox) -> Bool {
         outbox.written(page)
         guard var subscription = all[page.partition], subscription.generation == page.generation else { return false }
-        subscription.delivered = page.cursor
-        if subscription.queued == page.cursor { subscription.queued = nil }
+        subscription.delivered = page.end
+        if subscription.queued == page.end { subscription.queued = nil }
         all[page.partition] = subscription
         if subscription.mode == .catchingUp { return true }
         return outbox.pageBytes < outbox.byteLimit / 2 && all.values.contains { $0.mode == .catchingUp && !$0.fetching }

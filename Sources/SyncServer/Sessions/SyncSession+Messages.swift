@@ -52,7 +52,9 @@ extension SyncSession {
         case .ping(let nonce):
             send(.pong(nonce: nonce))
         case .subscribe(let partition, let cursor, let progress):
-            await subscribe(partition, from: cursor, progress: progress, as: principal)
+            // The wire's cursor read once, here: one this server did not hand out (another
+            // database's, or garbage) starts a snapshot.
+            await subscribe(partition, from: cursor.flatMap(CursorPosition.init), progress: progress, as: principal)
         case .unsubscribe(let partition):
             unsubscribe(partition)
         case .upload(let requestId, let partition, let operations):
@@ -92,7 +94,7 @@ extension SyncSession {
         }
     }
 
-    func subscribe(_ partition: Partition, from cursor: Cursor?, progress: Bool = false, as principal: Principal) async {
+    func subscribe(_ partition: Partition, from start: CursorPosition?, progress: Bool = false, as principal: Principal) async {
         let (isNew, count, changesBefore) = state.withLock { state in
             (state.subscriptions[partition] == nil, state.subscriptions.count, state.inputChanges)
         }
@@ -121,7 +123,7 @@ extension SyncSession {
         let inputs = decision.inputs
         retainInputs(inputs, versionsRead: decision.versionsRead)
         let replaced = state.withLock { state -> SessionSubscriptions.Subscription? in
-            let (_, replaced) = state.subscriptions.subscribe(partition, from: cursor, inputs: inputs, progress: progress, outbox: &state.outbox)
+            let (_, replaced) = state.subscriptions.subscribe(partition, from: start, inputs: inputs, progress: progress, outbox: &state.outbox)
             // A permission input that changed while the check ran is checked again.
             if state.inputChanges != changesBefore { state.recheck.formUnion(inputs) }
             return replaced

@@ -195,12 +195,14 @@ extension SyncSession {
             else { return }
             let partition = read.partition
             var page: EncodedChangeBatch
+            let reached: CursorPosition
             do {
-                page = try await services.store.encodedPage(in: partition, after: read.cursor, limit: services.configuration.batchSize)
+                let found = try await services.store.encodedPage(in: partition, from: read.start, limit: services.configuration.batchSize)
+                (page, reached) = (found.batch, found.end)
                 // Progress, when asked for: the first page of a catch-up that more pages follow
                 // counts the rest.
                 if read.countsTotal, !page.upToDate {
-                    page.total = page.objectCount + (try await services.store.remainingObjects(in: partition, after: page.cursor))
+                    page.total = page.objectCount + (try await services.store.remainingObjects(in: partition, after: reached))
                 }
             } catch {
                 state.withLock { $0.subscriptions.catchUpFailed(read) }
@@ -214,14 +216,7 @@ extension SyncSession {
                 end(partition, code: failure.code)
                 return
             }
-            guard let position = CursorPosition(page.cursor) else {
-                state.withLock { $0.subscriptions.catchUpFailed(read) }
-                end(partition, code: .internal)
-                return
-            }
-            let reached = FeedPosition(version: position.version, after: position.after)
-            let queued = SessionOutbox.Page(
-                partition: partition, generation: read.generation, cursor: page.cursor, end: reached, bytes: page.messageBuffer())
+            let queued = SessionOutbox.Page(partition: partition, generation: read.generation, end: reached, bytes: page.messageBuffer())
             let isQueued = state.withLock { state -> Bool in
                 guard !state.lifecycle.isClosing else { return false }
                 guard state.subscriptions.catchUpRead(read, page: queued, outbox: &state.outbox) else { return false }
@@ -233,7 +228,7 @@ extension SyncSession {
             services.metrics.pushed(page.objectCount)
             // Up to date: live from here, if the feed is not ahead of it (then it reads on).
             if page.upToDate, becomeLive(partition: partition, generation: read.generation) {
-                let result = services.hub.join(self, partition: partition, generation: read.generation, cursor: page.cursor, position: reached)
+                let result = services.hub.join(self, partition: partition, generation: read.generation, from: reached)
                 if case .behind = result { fellBehind(partition: partition, generation: read.generation) }
             }
         }

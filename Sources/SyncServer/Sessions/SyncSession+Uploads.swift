@@ -55,11 +55,16 @@ extension SyncSession {
     /// held to one commit per upload.
     func applyQueuedUploads() async -> UploadsApplied {
         while let batch = takeUploadBatch() {
-            await apply(batch)
-            let closeNow = state.withLock { state -> Bool in
-                state.outbox.heldBack = nil
-                return state.lifecycle.uploadBatchAnswered()
+            let (answers, commit) = await apply(batch)
+            for case .error(let error, _) in answers { services.metrics.countError(error.code.rawValue) }
+            let texts = answers.map { $0.json.jsonString }
+            // The answers and the release of the partition's pages, as one event (the commit's
+            // pages may be queued already: the answers go before them).
+            let (outcome, closeNow) = state.withLock { state in
+                let outcome = state.outbox.uploadAnswered(state.lifecycle.isClosing ? [] : texts, partition: batch[0].partition, commit: commit)
+                return (outcome, state.lifecycle.uploadBatchAnswered())
             }
+            if outcome == .overflow { close(.unknown(4002), "the client does not read its messages") }
             signalWriter()
             if closeNow {
                 close(.goingAway, "the server is shutting down")
@@ -84,7 +89,7 @@ extension SyncSession {
                 operations += next.operations.count
             }
             state.lifecycle.uploadBatchBegan()
-            state.outbox.heldBack = first.partition
+            state.outbox.uploadBegan(to: first.partition)
             defer { state.uploadRoom = nil }
             return (batch, state.uploadRoom)
         }
@@ -92,9 +97,11 @@ extension SyncSession {
         return batch
     }
 
-    /// Checks the write permission once for the batch, applies it and answers each upload.
-    private func apply(_ batch: [QueuedUpload]) async {
-        guard let principal else { return }
+    /// Checks the write permission once for the batch and applies it: the answer to each
+    /// upload, in order, and the version the batch committed (`nil` when it committed nothing
+    /// new).
+    private func apply(_ batch: [QueuedUpload]) async -> (answers: [ServerMessage], commit: Int64?) {
+        guard let principal else { return ([], nil) }
         let partition = batch[0].partition
         var canWrite = state.withLock { $0.writeDecisions[partition]?.allowed }
         if canWrite == nil {
@@ -111,27 +118,25 @@ extension SyncSession {
                 canWrite = decision.allowed
             } catch {
                 let failure = ServerError.describe(error, logger: logger)
-                for _ in batch { send(.error(failure, partition: partition)) }
-                return
+                return (batch.map { _ in .error(failure, partition: partition) }, nil)
             }
         }
         let outcomes = await services.uploads.upload(
             batch: batch.map { ($0.requestId, $0.operations) }, to: partition, by: principal, canWrite: canWrite ?? false)
-        // The batch's commit may already have queued its pages here: the answers go first.
-        let version = outcomes.lazy.compactMap { outcome -> Int64? in
+        let commit = outcomes.lazy.compactMap { outcome -> Int64? in
             if case .ack(let result) = outcome, !result.isReplay { return result.version }
             return nil
         }.first
-        let ahead = version.map { (partition, $0) }
-        for (upload, outcome) in zip(batch, outcomes) {
+        let answers = zip(batch, outcomes).map { upload, outcome -> ServerMessage in
             switch outcome {
             case .ack(let result):
-                send(.ack(requestId: upload.requestId, partition: partition, cursor: result.cursor, version: result.version), ahead: ahead)
+                .ack(requestId: upload.requestId, partition: partition, cursor: result.cursor, version: result.version)
             case .rejected(let error, let objects):
-                send(.rejected(requestId: upload.requestId, partition: partition, error: error, objects: objects), ahead: ahead)
+                .rejected(requestId: upload.requestId, partition: partition, error: error, objects: objects)
             case .failed(let error):
-                send(.error(error, partition: partition), ahead: ahead)
+                .error(error, partition: partition)
             }
         }
+        return (answers, commit)
     }
 }

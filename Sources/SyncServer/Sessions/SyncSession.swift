@@ -144,18 +144,14 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     // MARK: The queue
 
-    /// Queues a reply; a client that lets too many replies pile up is closed.
-    ///
-    /// With `ahead`, the reply goes before the queued pages of that partition that reach that
-    /// version: an upload's answer, since its commit reaches this instance's subscribers (this
-    /// session among them) before the uploader can answer, and a client hears of its upload's
-    /// outcome before it sees the upload's effects.
-    func send(_ message: ServerMessage, ahead: (partition: Partition, version: Int64)? = nil) {
+    /// Queues a reply; a client that lets too many replies pile up is closed. (An upload
+    /// batch's answers go in as one event: ``applyQueuedUploads()``.)
+    func send(_ message: ServerMessage) {
         if case .error(let error, _) = message { services.metrics.countError(error.code.rawValue) }
         let text = message.json.jsonString
         let outcome = state.withLock { state -> SessionOutbox.ReplyOutcome in
             guard !state.lifecycle.isClosing else { return .closed }
-            return state.outbox.queueReply(text, ahead: ahead)
+            return state.outbox.queueReply(text)
         }
         switch outcome {
         case .queued: signalWriter()
@@ -220,8 +216,8 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     // MARK: FeedSubscriber (called by the hub, never under its lock)
 
-    func deliver(partition: Partition, generation: Int, cursor: Cursor, end: FeedPosition, bytes: ByteBuffer, objectCount: Int) -> Bool {
-        let page = SessionOutbox.Page(partition: partition, generation: generation, cursor: cursor, end: end, bytes: bytes)
+    func deliver(partition: Partition, generation: Int, end: CursorPosition, bytes: ByteBuffer, objectCount: Int) -> Bool {
+        let page = SessionOutbox.Page(partition: partition, generation: generation, end: end, bytes: bytes)
         let outcome = state.withLock { state -> SessionSubscriptions.LiveOutcome in
             guard !state.lifecycle.isClosing else { return .refused }
             let outcome = state.subscriptions.live(page, outbox: &state.outbox)

@@ -12,7 +12,8 @@ extension ObjectStore {
     /// is consistent once a page has `upToDate`, because objects changed meanwhile move to
     /// higher versions that later pages include.
     package func changes(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> ChangeBatch {
-        let page = try await changePage(in: partition, after: cursor, limit: limit) { position, limit, floor in
+        // A cursor from a client: one this server did not hand out starts a snapshot.
+        let page = try await changePage(in: partition, from: cursor.flatMap(CursorPosition.init), limit: limit) { position, limit, floor in
             try await self.rows(partition, from: position, limit: limit, floor: floor) { key, version, body in
                 // Stored bodies were checked against the limits on the way in; the parser's own
                 // nesting limit here only guards against a corrupted or hand-edited row.
@@ -20,31 +21,33 @@ extension ObjectStore {
             }
         }
         return ChangeBatch(
-            partition: partition, objects: page.objects, cursor: page.cursor, upToDate: page.upToDate, reset: page.reset,
+            partition: partition, objects: page.objects, cursor: page.end.cursor, upToDate: page.upToDate, reset: page.reset,
             version: page.version)
     }
 
     /// The same page as ``changes(in:after:limit:)``, with every object already in its wire
     /// form: the stored JSON text goes to the message as it is, never decoded. One object at
     /// a time, so a reader can send some of them (the live feeds, whose members may be at
-    /// different places in a commit).
-    package func encodedChanges(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> EncodedChangeBatch {
-        let page = try await changePage(in: partition, after: cursor, limit: limit) { position, limit, floor in
+    /// different places in a commit). Read from a position (`nil`: a snapshot); the page
+    /// says where it ends as a position too, its cursor being only for the wire.
+    package func encodedChanges(in partition: Partition, from position: CursorPosition?, limit: Int? = nil) async throws -> PositionedPage {
+        let page = try await changePage(in: partition, from: position, limit: limit) { position, limit, floor in
             try await self.rows(partition, from: position, limit: limit, floor: floor) { key, version, body in
                 EncodedChangeBatch.Object(key: key, version: version, bodyText: body)
             }
         }
-        return EncodedChangeBatch(
-            partition: partition, objects: page.objects, cursor: page.cursor, upToDate: page.upToDate, reset: page.reset,
+        let batch = EncodedChangeBatch(
+            partition: partition, objects: page.objects, cursor: page.end.cursor, upToDate: page.upToDate, reset: page.reset,
             version: page.version)
+        return PositionedPage(batch: batch, end: page.end)
     }
 
-    /// The same page as ``encodedChanges(in:after:limit:)``, its objects written one after
+    /// The same page as ``encodedChanges(in:from:limit:)``, its objects written one after
     /// the other into one buffer as they are read: what a session sends for a snapshot or
     /// catch-up, where a page goes out whole. No object of its own per row, no key strings but
     /// the last.
-    package func encodedPage(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> EncodedChangeBatch {
-        let page = try await changePage(in: partition, after: cursor, limit: limit) { position, limit, floor -> PageRead<(bytes: [UInt8], count: Int)> in
+    package func encodedPage(in partition: Partition, from position: CursorPosition?, limit: Int? = nil) async throws -> PositionedPage {
+        let page = try await changePage(in: partition, from: position, limit: limit) { position, limit, floor -> PageRead<(bytes: [UInt8], count: Int)> in
             var json: [UInt8] = []
             let found = try await self.walk(partition, from: position, limit: limit, floor: floor) { collection, id, version, body in
                 let first = json.isEmpty
@@ -56,23 +59,23 @@ extension ObjectStore {
             }
             return found.with(objects: (json, found.objects))
         }
-        return EncodedChangeBatch(
-            partition: partition, objectsJSON: page.objects.bytes, objectCount: page.objects.count, cursor: page.cursor,
+        let batch = EncodedChangeBatch(
+            partition: partition, objectsJSON: page.objects.bytes, objectCount: page.objects.count, cursor: page.end.cursor,
             upToDate: page.upToDate, reset: page.reset, version: page.version)
+        return PositionedPage(batch: batch, end: page.end)
     }
 
-    /// The snapshot and cursor logic around one read of a page (`read(position, limit, floor)`).
+    /// The snapshot and cursor logic around one read of a page (`read(position, limit, floor)`):
+    /// from `start`, or from a snapshot's beginning when there is none or it belongs to another
+    /// database (a restored or replaced one: another epoch).
     private func changePage<Objects>(
-        in partition: Partition, after cursor: Cursor?, limit: Int?,
+        in partition: Partition, from start: CursorPosition?, limit: Int?,
         read: (CursorPosition, Int, Int64?) async throws -> PageRead<Objects>
     ) async throws -> Page<Objects> {
         let epoch = try await epoch()
         let limit = min(max(limit ?? configuration.defaultPageSize, 1), configuration.maximumPageSize)
         let snapshotStart = CursorPosition(epoch: epoch, version: 0)
-        guard let cursor else {
-            return try await page(from: snapshotStart, limit: limit, reset: true, read: read)
-        }
-        guard let position = CursorPosition(cursor), position.epoch == epoch else {
+        guard let position = start, position.epoch == epoch else {
             return try await page(from: snapshotStart, limit: limit, reset: true, read: read)
         }
         let batch = try await page(from: position, limit: limit, reset: false, read: read)
@@ -101,17 +104,17 @@ extension ObjectStore {
         let floor: Int64? = reset && position.tombstoneFloor == nil ? nil : (position.tombstoneFloor ?? 0)
         let found = try await read(position, limit, floor)
         if !reset, position.version > found.head || Self.needsPruned(position, prunedThrough: found.prunedThrough) {
-            return Page(objects: found.objects, cursor: position.cursor, upToDate: false, reset: true)
+            return Page(objects: found.objects, end: position, upToDate: false, reset: true)
         }
         if found.more, let last = found.last {
             let snapshotFloor = floor ?? found.head
             let next = CursorPosition(
                 epoch: position.epoch, version: last.version, after: last.key,
                 tombstoneFloor: snapshotFloor > 0 && last.version <= snapshotFloor ? snapshotFloor : nil)
-            return Page(objects: found.objects, cursor: next.cursor, upToDate: false, reset: reset)
+            return Page(objects: found.objects, end: next, upToDate: false, reset: reset)
         }
         let end = CursorPosition(epoch: position.epoch, version: max(found.head, position.version))
-        return Page(objects: found.objects, cursor: end.cursor, upToDate: true, reset: reset, version: end.version)
+        return Page(objects: found.objects, end: end, upToDate: true, reset: reset, version: end.version)
     }
 
     /// Whether a reader at `position` still needs a tombstone that may have been pruned (every
@@ -233,10 +236,23 @@ struct PageRead<Objects> {
 /// One page of a partition, before it becomes a batch.
 struct Page<Objects> {
     var objects: Objects
-    var cursor: Cursor
+    /// Where the page ends: the position to read the next page from.
+    var end: CursorPosition
     var upToDate: Bool
     var reset: Bool
     var version: Int64? = nil
+}
+
+/// A page of encoded changes and where it ends, as a position: what the server's feeds and
+/// sessions keep (the batch's cursor is the same place, for the wire).
+package struct PositionedPage: Sendable {
+    package var batch: EncodedChangeBatch
+    package var end: CursorPosition
+
+    package init(batch: EncodedChangeBatch, end: CursorPosition) {
+        self.batch = batch
+        self.end = end
+    }
 }
 
 /// The pages of a partition from a cursor until one is up to date, read one query per page

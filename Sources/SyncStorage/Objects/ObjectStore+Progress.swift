@@ -2,12 +2,11 @@ import PostgresNIO
 import SyncProtocol
 
 extension ObjectStore {
-    /// How many objects a reader at `cursor` (a page's next cursor) has still to receive
+    /// How many objects a reader at `position` (where a page ends) has still to receive
     /// before it is up to date, as of now: the objects after its position, without the
     /// tombstones a snapshot leaves out (at or below its floor). One index range scan of the
     /// partition's rest, which is why sessions count only when a subscription asks for progress.
-    package func remainingObjects(in partition: Partition, after cursor: Cursor) async throws -> Int {
-        guard let position = CursorPosition(cursor) else { return 0 }
+    package func remainingObjects(in partition: Partition, after position: CursorPosition) async throws -> Int {
         let floor = position.tombstoneFloor ?? 0
         let query: PostgresQuery
         if let after = position.after {
