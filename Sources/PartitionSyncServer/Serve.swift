@@ -121,6 +121,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-queued-uploads"), help: "Uploads one session may have waiting; past it the server stops reading it (env PSYNC_MAX_QUEUED_UPLOADS).")
     var maxQueuedUploads: Int = ProcessInfo.processInfo.environment["PSYNC_MAX_QUEUED_UPLOADS"].flatMap(Int.init) ?? 256
 
+    @Option(name: .customLong("session-queue-bytes"), help: "Bytes of change pages queued for one session before its slowest subscription pauses and catches up later (env PSYNC_SESSION_QUEUE_BYTES).")
+    var sessionQueueBytes: Int = ProcessInfo.processInfo.environment["PSYNC_SESSION_QUEUE_BYTES"].flatMap(Int.init) ?? 4 << 20
+
+    @Option(name: .customLong("max-queued-replies"), help: "Replies queued for a client that does not read them before its session is closed with 4002; at least 100, the answers of one batch of uploads (env PSYNC_MAX_QUEUED_REPLIES).")
+    var maxQueuedReplies: Int = ProcessInfo.processInfo.environment["PSYNC_MAX_QUEUED_REPLIES"].flatMap(Int.init) ?? 1_000
+
     @Option(name: .customLong("upload-timeout"), help: "Seconds an upload transaction may take before its uploads are answered unavailable (env PSYNC_UPLOAD_TIMEOUT).")
     var uploadTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_UPLOAD_TIMEOUT"].flatMap(Int.init) ?? 30
 
@@ -197,6 +203,8 @@ struct Serve: AsyncParsableCommand {
         configuration.storage.statementBytes = max(1_024, database.statementBytes)
         configuration.sessions.maximumMessageBytes = maxMessageBytes
         configuration.sessions.maximumQueuedUploads = maxQueuedUploads
+        configuration.sessions.outboxLimitBytes = max(1, sessionQueueBytes)
+        configuration.sessions.outboxLimitReplies = max(SessionConfiguration.minimumQueuedReplies, maxQueuedReplies)
         configuration.uploadTimeout = .seconds(max(1, uploadTimeout))
         configuration.triggers.operationTimeout = .seconds(max(1, triggerTimeout))
         configuration.triggers.maximumLag = triggerMaxLag

@@ -138,8 +138,11 @@ package struct SessionConfiguration: Sendable {
     /// paused and later resumed from its last delivered cursor. Default 4 MiB.
     package var outboxLimitBytes: Int = 4 << 20
     /// Replies (acks, errors, pongs) queued for a client that does not read before the session
-    /// is closed with code 4002. Default 1,000.
+    /// is closed with code 4002. Default 1,000; at least ``minimumQueuedReplies``.
     package var outboxLimitReplies: Int = 1_000
+    /// The fewest replies a session's queue may be limited to: the answers of one batch of
+    /// uploads go in together.
+    package static let minimumQueuedReplies = SyncSession.maximumBatchUploads
     /// Largest message a client may send after it is authenticated, in bytes, in one frame or
     /// several (a longer one closes the connection with 1009). Default 16 MiB.
     package var maximumMessageBytes: Int = 16 << 20
