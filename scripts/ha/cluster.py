@@ -425,11 +425,14 @@ defaults
     mode tcp
     log global
     option tcplog
-    retries 2
-    timeout connect 2s
+    # a refused connection is tried once more, on another server if one is up by then (the
+    # delay between tries is the connect timeout)
+    retries 1
+    option redispatch 1
+    timeout connect 1s
     timeout client 1h
     timeout server 1h
-    timeout check 2s
+    timeout check 1s
 
 listen stats
     mode http
@@ -439,13 +442,14 @@ listen stats
     stats refresh 5s
 
 # Writes: only the node whose Patroni answers 200 to /primary. A node marked down has its
-# sessions closed, so no client stays connected to a demoted or dead primary.
+# sessions closed, so no client stays connected to a demoted or dead primary; a refused
+# connection marks it down at once (observe layer4) instead of after two failed checks.
 listen primary
     bind 127.0.0.1:{layout.haproxy_primary}
     option httpchk
     http-check send meth OPTIONS uri /primary
     http-check expect status 200
-    default-server inter 500ms fastinter 250ms downinter 500ms fall 2 rise 1 on-marked-down shutdown-sessions
+    default-server inter 500ms fastinter 250ms downinter 500ms fall 2 rise 1 on-marked-down shutdown-sessions observe layer4 error-limit 1 on-error mark-down
 {servers('/primary')}
 
 # Reads: every running replica, round robin.
@@ -455,7 +459,7 @@ listen replicas
     option httpchk
     http-check send meth OPTIONS uri /replica
     http-check expect status 200
-    default-server inter 500ms fastinter 250ms downinter 500ms fall 2 rise 1 on-marked-down shutdown-sessions
+    default-server inter 500ms fastinter 250ms downinter 500ms fall 2 rise 1 on-marked-down shutdown-sessions observe layer4 error-limit 1 on-error mark-down
 {servers('/replica')}
 """
 
