@@ -597,7 +597,7 @@ def cmd_start(args):
             except FileNotFoundError:
                 pass
         raise
-    log(f"cluster up in {state['started_seconds']} s: DATABASE_URL={state['database_url']}")
+    log(f"cluster up in {state['started_seconds']} s; DATABASE_URL (with the password) in {layout.dir}/{STATE_FILE}")
     print(json.dumps({"dir": layout.dir, "primary": primary, "database_url": state["database_url"],
                       "seconds": state["started_seconds"]}))
 

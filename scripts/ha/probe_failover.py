@@ -555,7 +555,8 @@ class Probe:
         c_result["log"] = interesting_log_lines(c.log_since(0), limit=8)
         # what the server's first statements meet on a standby, with their SQLSTATEs
         c_result["statements_on_the_standby"] = {}
-        for sql in ("SELECT pg_advisory_lock(1)", "UPDATE psync_partitions SET version = version WHERE false",
+        for sql in ("SELECT pg_advisory_lock(1)",
+                    "CREATE TABLE IF NOT EXISTS psync_migrations (version integer PRIMARY KEY)", "UPDATE psync_partitions SET version = version WHERE false",
                     "LISTEN psync_changes", "SELECT count(*) >= 0 FROM psync_partitions"):
             c_result["statements_on_the_standby"][sql] = await self.verbose_sql(sql, self.state["nodes"][replica]["pg_port"])
         c_result["sigterm"] = await c.terminate()
