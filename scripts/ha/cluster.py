@@ -564,8 +564,14 @@ def cmd_start(args):
             raise Failure(f"haproxy refused {cfg}: {check.stdout}{check.stderr}")
         state["pids"]["haproxy"] = spawn(["haproxy", "-db", "-f", cfg], layout.logs("haproxy.log"))
         save_state(layout.dir, state)
-        wait_for(f"HAProxy to route writes to {primary}",
-                 lambda: pid_alive(state["pids"]["haproxy"]) and routed_primary(state, layout), args.timeout)
+        # HAProxy counts every server up until its first check says otherwise: wait until the
+        # checks have run (only the primary up in the `primary` frontend), then for a write path
+        def routed_only_to_primary():
+            if not pid_alive(state["pids"]["haproxy"]):
+                raise Failure("HAProxy exited; see logs/haproxy.log")
+            up = [name for name, status in haproxy_backends(layout)["primary"].items() if status == "UP"]
+            return up == [primary] and routed_primary(state, layout) == primary
+        wait_for(f"HAProxy to route writes to {primary} alone", routed_only_to_primary, args.timeout)
         log(f"HAProxy routes writes on {layout.haproxy_primary}")
 
         # the role and database psync connects as (as docker/postgres-initdb makes them)
