@@ -93,6 +93,31 @@ struct MigratorTests {
         }
     }
 
+    @Test("a database that takes no writes is refused with what to do, before anything is written (not PostgreSQL's bare read_only_sql_transaction)")
+    func readOnly() async throws {
+        let url = try await TestPostgres.shared.createEmptyDatabase()
+        do {
+            try await TestPostgres.withClient(url) { client in
+                try await client.query("DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = on', current_database()); END $$")
+            }
+            // A new client: the setting applies to sessions that start after it.
+            try await TestPostgres.withClient(url) { client in
+                let migrator = try Migrator(client: client, migrations: migrations, logger: .init(label: "test"))
+                do {
+                    try await migrator.migrate()
+                    Issue.record("a read-only database was migrated")
+                } catch let error as MigrationError {
+                    #expect(error.code == .readOnly)
+                    #expect(error.message.contains("read-only"))
+                }
+            }
+            try await TestPostgres.shared.dropDatabase(url)
+        } catch {
+            try? await TestPostgres.shared.dropDatabase(url)
+            throw error
+        }
+    }
+
     @Test("a database migrated by a newer build is refused")
     func unknownMigration() async throws {
         try await withEmptyDatabase { client in

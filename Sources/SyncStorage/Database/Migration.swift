@@ -69,6 +69,9 @@ package struct MigrationError: Error, Sendable, Hashable, CustomStringConvertibl
         package static let unknownMigration = Code(rawValue: "unknown_migration")
         /// A statement of a migration failed; the migration was rolled back.
         package static let statementFailed = Code(rawValue: "statement_failed")
+        /// The database takes no writes: a standby in recovery, or a session that is read-only
+        /// by default.
+        package static let readOnly = Code(rawValue: "read_only")
     }
 
     package var code: Code

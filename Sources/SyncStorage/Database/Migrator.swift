@@ -30,6 +30,7 @@ package struct Migrator: Sendable {
     @discardableResult
     package func migrate() async throws -> [Migration] {
         try await client.withOpenConnection { connection in
+            try await checkWritable(on: connection)
             try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
             do {
                 let applied = try await migrate(on: connection)
@@ -38,6 +39,26 @@ package struct Migrator: Sendable {
             } catch {
                 _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
                 throw error
+            }
+        }
+    }
+
+    /// Throws ``MigrationError/Code/readOnly`` when the database takes no writes, with what to
+    /// do about it: pointed at a standby (a replica, or a primary demoted by a failover), the
+    /// first statement that writes would otherwise fail with PostgreSQL's bare
+    /// `read_only_sql_transaction`.
+    private func checkWritable(on connection: PostgresConnection) async throws {
+        let rows = try await connection.query(
+            "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'", logger: logger)
+        for try await (inRecovery, readOnly) in rows.decode((Bool, Bool).self) {
+            if inRecovery {
+                throw MigrationError(
+                    .readOnly,
+                    "the database server is a standby in recovery and takes no writes: point the database URL at the primary, or at a proxy that always routes to it")
+            }
+            if readOnly {
+                throw MigrationError(
+                    .readOnly, "the database session is read-only (default_transaction_read_only is on for this role or database): psync must write")
             }
         }
     }
