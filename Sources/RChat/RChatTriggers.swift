@@ -79,9 +79,10 @@ public enum RChatTriggers {
 
     /// Each new message raises the unread count of its conversation in every member's User
     /// record. The messages of a run are counted per conversation first, so each member's
-    /// count is raised once per run, by the number of new messages, with a constant number of
-    /// statements however many members and messages there are; runs start at most every
-    /// 100 ms, so a busy room costs its members' records at most ten writes a second. Only
+    /// count is raised once per run, by the number of new messages, in one many-partition
+    /// apply (the records are read and written a chunk at a time, in bounded memory); runs
+    /// start at most every 100 ms, so a busy room costs its members' records at most ten
+    /// writes a second. Only
     /// records that list the conversation and belong to a member are counted: a record that
     /// lists a conversation its owner is not a member of learns nothing from it.
     public static let unreadCounts = Trigger(

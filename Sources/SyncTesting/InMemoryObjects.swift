@@ -102,7 +102,18 @@ extension InMemoryObjects: ObjectTransaction {
     /// Applies the operations as the server's transaction would: all of them or, when one is
     /// refused (an object of another partition, an operation on an absent object, a limit),
     /// none. Each partition with changes gets its next version.
-    public func apply(_ operations: [Partition: [SyncOperation]]) async throws -> [Partition: [ObjectChange]] {
+    @discardableResult
+    public func apply(_ operations: [SyncOperation], in partition: Partition) async throws -> [ObjectChange] {
+        try changes(of: [partition: operations])[partition] ?? []
+    }
+
+    /// As ``apply(_:in:)`` for several partitions; returns how many objects changed.
+    @discardableResult
+    public func apply(_ operations: [Partition: [SyncOperation]]) async throws -> Int {
+        try changes(of: operations).values.reduce(0) { $0 + $1.count }
+    }
+
+    private func changes(of operations: [Partition: [SyncOperation]]) throws(SyncError) -> [Partition: [ObjectChange]] {
         try state.withLock { (state: inout State) throws(SyncError) -> [Partition: [ObjectChange]] in
             var next = state
             var result: [Partition: [ObjectChange]] = [:]

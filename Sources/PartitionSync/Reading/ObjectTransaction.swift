@@ -6,9 +6,14 @@ import SyncProtocol
 /// kit's `InMemoryObjects`, so a validator or a trigger handler is tested in-process in
 /// milliseconds. Reads and searches see the transaction's own writes.
 public protocol ObjectTransaction: ObjectReading {
+    /// Applies operations to one partition, as a client upload would (without permission rules
+    /// or validators). Returns the changes made.
+    func apply(_ operations: [SyncOperation], in partition: Partition) async throws -> [ObjectChange]
     /// Applies operations to several partitions, as client uploads would (without permission
-    /// rules or validators). Returns the changes made, per partition.
-    func apply(_ operations: [Partition: [SyncOperation]]) async throws -> [Partition: [ObjectChange]]
+    /// rules or validators), in bounded memory however many partitions and objects: the
+    /// changes are not handed back (a thousand members' records would all be held at once),
+    /// only how many objects changed.
+    func apply(_ operations: [Partition: [SyncOperation]]) async throws -> Int
     /// The live objects the search finds, ordered by key.
     func find(_ search: ObjectSearch) async throws -> [(partition: Partition, object: SyncObject)]
     /// Where the objects the search finds are, without their bodies: for a handler that only

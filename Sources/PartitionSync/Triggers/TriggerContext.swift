@@ -59,12 +59,15 @@ public struct TriggerContext: ObjectReading {
     /// rules). Returns the changes made.
     @discardableResult
     public func apply(_ operations: [SyncOperation], in partition: Partition) async throws -> [ObjectChange] {
-        try await transaction.apply([partition: operations])[partition] ?? []
+        try await transaction.apply(operations, in: partition)
     }
 
-    /// Applies operations to several partitions with a constant number of statements.
+    /// Applies operations to several partitions, with a few statements per megabyte of
+    /// objects however many partitions, in bounded memory: the objects are read, changed and
+    /// written a chunk at a time, and the changes are not handed back. Returns how many
+    /// objects changed.
     @discardableResult
-    public func apply(_ operations: [Partition: [SyncOperation]]) async throws -> [Partition: [ObjectChange]] {
+    public func apply(_ operations: [Partition: [SyncOperation]]) async throws -> Int {
         try await transaction.apply(operations)
     }
 

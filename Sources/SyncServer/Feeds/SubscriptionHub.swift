@@ -85,13 +85,18 @@ package final class SubscriptionHub: Service, Sendable {
         }
         for changes in commit.partitions {
             let (partition, version) = (changes.partition, changes.version)
+            // The transaction let go of these changes (it wrote many large objects): read them.
+            guard let changes = changes.changes else {
+                committed(partition, version: version)
+                continue
+            }
             let (action, watchers, created) = state.withLock { state in
                 let watchers = state.inputs.committed(partition, version: version, polled: false)
-                let created = state.inputs.created(by: changes.changes)
+                let created = state.inputs.created(by: changes)
                 let action = state.feeds.committedLocally(partition, version: version) {
                     EncodedChangeBatch(
                         partition: partition,
-                        objects: changes.changes.map { change in
+                        objects: changes.map { change in
                             EncodedChangeBatch.Object(key: change.key, version: version, compactBody: change.after.body.map { _ in change.encodedBody ?? [] })
                         },
                         cursor: CursorPosition(epoch: epoch, version: version).cursor, upToDate: true, reset: false, version: version)
@@ -105,7 +110,7 @@ package final class SubscriptionHub: Service, Sendable {
                 metrics.localDeliveries.increment()
                 if mustDrain { drain(partition) }
             }
-            for watcher in watchers { watcher.permissionInputChanged(.partition(partition), changes: changes.changes) }
+            for watcher in watchers { watcher.permissionInputChanged(.partition(partition), changes: changes) }
             for (change, watchers) in created {
                 for watcher in watchers { watcher.permissionInputChanged(.absentObject(change.key), changes: [change]) }
             }

@@ -9,8 +9,10 @@ package struct Commit: Sendable {
         /// The version every change of the partition in this transaction committed at.
         package var version: Int64
         /// The last change of each object the transaction changed in the partition, in key
-        /// order: what a read of the partition after the previous version returns.
-        package var changes: [ObjectChange]
+        /// order: what a read of the partition after the previous version returns. `nil` when
+        /// the transaction did not keep them (it wrote many large objects, and let go of each
+        /// chunk once written): an observer reads the partition instead.
+        package var changes: [ObjectChange]?
     }
 
     /// Every partition the transaction changed, in order.

@@ -13,6 +13,8 @@ struct PendingEvent {
     var after: [String: JSONValue]?
     /// `after` as JSON text, when the change had it already.
     var encodedAfter: [UInt8]?
+    /// `before` as JSON text, once the event is ``encoded()``.
+    var encodedBefore: [UInt8]?
     var changed: [String] = []
     var removed: [String] = []
     var author: String
@@ -48,6 +50,17 @@ struct PendingEvent {
 }
 
 extension PendingEvent {
+    /// The event with its bodies as JSON text only (``encodedBefore``, ``encodedAfter``), as
+    /// it is recorded: a screened event waiting for the commit holds no trees.
+    func encoded() -> PendingEvent {
+        var copy = self
+        copy.encodedBefore = encodedBefore ?? before.map { JSONValue.object($0).jsonBytes }
+        copy.encodedAfter = encodedAfter ?? after.map { JSONValue.object($0).jsonBytes }
+        copy.before = nil
+        copy.after = nil
+        return copy
+    }
+
     /// The event as a trigger will see it (at position 0, made now), for ``EventInterest``.
     var event: ChangeEvent {
         ChangeEvent(

@@ -43,8 +43,7 @@ extension ObjectStore {
             for entry in due where still.contains(entry.key) {
                 operations[entry.partition, default: []].append(.delete(entry.key))
             }
-            let changes = try await transaction.apply(operations)
-            return changes.values.reduce(0) { $0 + $1.count }
+            return try await transaction.apply(operations)
         }
     }
 

@@ -261,7 +261,7 @@ extension ObjectStore {
             // Nobody in this process reads the changes (`psync import`): the announcement
             // needs only the partitions' versions, not the changes gathered and sorted per
             // partition (7 % of an import's CPU, its batches touching hundreds of partitions).
-            notifications = Set(transaction.changes.map(\.partition)).map { .committed($0, version: transaction.versions[$0]!) }
+            notifications = transaction.record.changedPartitions.map { .committed($0, version: transaction.versions[$0]!) }
         } else {
             let commit = transaction.commit
             guard !commit.partitions.isEmpty || commit.recordedEvents > 0 else { return }

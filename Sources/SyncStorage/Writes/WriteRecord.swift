@@ -58,6 +58,15 @@ struct WriteRecord {
     var outcomes: [(upload: Upload, requestId: String, outcome: JSONValue)] = []
     /// How many of ``events`` the finishing statement recorded (the others no one would read).
     var recordedEvents = 0
+    /// Partitions (with their version) some of whose changes were written and then let go
+    /// (``release(_:screening:)``): the commit names them without their changes.
+    var released: [Partition: Int64] = [:]
+    /// How many changes were let go.
+    var releasedCount = 0
+    /// Events already screened by the store's ``EventInterest`` (when their changes were let
+    /// go): the wanted ones, their bodies held as JSON text only, to record at commit before
+    /// ``events``.
+    var screenedEvents: [PendingEvent] = []
 
     init(author: String, depth: Int) {
         self.author = author
@@ -65,7 +74,40 @@ struct WriteRecord {
     }
 
     /// How many object changes this transaction has made so far, written or staged.
-    var changeCount: Int { changes.count + staged.count }
+    var changeCount: Int { changes.count + staged.count + releasedCount }
+
+    /// Every partition the transaction changed so far (written, not staged).
+    var changedPartitions: Set<Partition> {
+        Set(changes.map(\.partition)).union(released.keys)
+    }
+
+    /// Lets go of what the record holds of the written objects `keys`, so a transaction that
+    /// writes many large objects holds only those of the chunk it is working on
+    /// (``WriteTransaction/apply(_:)``): their changes (the commit names their partitions
+    /// without them), what is known of them (a later read reads them again, and sees them as
+    /// written, since the database has them), and every search answer (a search is run
+    /// again). The events so far are screened by `interest` now: the unwanted ones are
+    /// dropped, the wanted ones keep their bodies as JSON text. `keys` must have no staged
+    /// change.
+    mutating func release(_ keys: Set<ObjectKey>, screening interest: EventInterest) {
+        guard !keys.isEmpty else { return }
+        for event in events where interest.recordsAll || interest.wants(event.event) {
+            screenedEvents.append(event.encoded())
+        }
+        events = []
+        changes.removeAll { entry in
+            guard keys.contains(entry.change.key) else { return false }
+            released[entry.partition] = entry.version
+            releasedCount += 1
+            return true
+        }
+        for key in keys {
+            known[key] = nil
+            touched[key] = nil
+        }
+        touchLog.removeAll { keys.contains($0) }
+        searches = [:]
+    }
 
     /// Forgets what is known of the objects of `partitions`, and that keys are not stored:
     /// what was read before their locks may be older than the lock.
@@ -140,14 +182,15 @@ struct WriteRecord {
     }
 
     /// The transaction's writes as its observers see them after the commit.
+    /// A partition some of whose changes were let go has none (its observers read it).
     var commit: Commit {
         var byPartition: [Partition: [ObjectKey: ObjectChange]] = [:]
         for (partition, _, change) in changes { byPartition[partition, default: [:]][change.key] = change }
         return Commit(
-            partitions: byPartition.keys.sorted().map { partition in
+            partitions: changedPartitions.sorted().map { partition in
                 Commit.PartitionChanges(
                     partition: partition, version: versions[partition]!,
-                    changes: byPartition[partition]!.values.sorted { $0.key < $1.key })
+                    changes: released[partition] != nil ? nil : byPartition[partition]!.values.sorted { $0.key < $1.key })
             },
             recordedEvents: recordedEvents)
     }

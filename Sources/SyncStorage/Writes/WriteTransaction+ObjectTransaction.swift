@@ -4,6 +4,11 @@ import SyncProtocol
 /// The engine's transaction is what validators read and trigger handlers read and write
 /// through (``ValidationContext``, ``TriggerContext``).
 extension WriteTransaction: ObjectTransaction {
+    @discardableResult
+    package func apply(_ operations: [SyncOperation], in partition: Partition) async throws -> [ObjectChange] {
+        try await apply(operations, in: partition, validate: nil)
+    }
+
     package func bodies(of keys: [ObjectKey]) async throws -> [ObjectKey: [String: JSONValue]] {
         try await load(keys).compactMapValues(\.state.body)
     }

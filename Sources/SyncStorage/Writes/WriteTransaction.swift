@@ -22,6 +22,8 @@ package final class WriteTransaction {
     /// ``ObjectStore/closeIfOutgrown(_:_:)``). A fact of the connection, not of the record: a
     /// savepoint rolled back does not shrink the buffer the statement grew.
     var largestStatement = 0
+    /// Bytes of object bodies written so far (``apply(_:)`` sizes its chunks by them).
+    private(set) var bodyBytesWritten = 0
 
     /// Who writes: recorded with the changes written from now on. A transaction applying
     /// several principals' uploads sets it before each.
@@ -153,22 +155,48 @@ package final class WriteTransaction {
         return result
     }
 
-    /// Applies operations to several partitions with a constant number of statements, however
-    /// many partitions and objects: one to lock them all (in sorted order), one to read every
-    /// touched object, one to write every change. Returns the changes per partition.
+    /// Applies operations to several partitions, in bounded memory however many partitions and
+    /// objects, and returns how many objects changed. Every partition is locked first, in one
+    /// statement (in sorted order). The objects are then read, changed and written in chunks
+    /// of whole partitions, each chunk about ``StorageConfiguration/statementBytes`` of bodies
+    /// (one read and one write a chunk; ``ApplyChunker``), and the transaction lets go of each
+    /// chunk once written: a trigger raising a counter in the records of a thousand members
+    /// holds a few of them at a time, not all. What fits in one chunk is staged as any other
+    /// change (written before the commit in a deferring ``mode``).
     @discardableResult
-    package func apply(_ operations: [Partition: [SyncOperation]]) async throws -> [Partition: [ObjectChange]] {
+    package func apply(_ operations: [Partition: [SyncOperation]]) async throws -> Int {
         let partitions = operations.keys.sorted()
-        guard !partitions.isEmpty else { return [:] }
+        guard !partitions.isEmpty else { return 0 }
         for list in operations.values { try store.limits.check(operationCount: list.count) }
-        // Every touched object in one read, after the locks; staging below reads them from the transaction.
-        try await lockAndLoad(partitions, OperationApplier.keys(of: operations.values.flatMap { $0 }))
-        var result: [Partition: [ObjectChange]] = [:]
-        for partition in partitions {
-            result[partition] = try await stage(operations[partition]!, in: partition)
+        let keys = partitions.map { OperationApplier.keys(of: operations[$0]!) }
+        var chunker = ApplyChunker(budget: store.configuration.statementBytes)
+        var chunk = chunker.next(from: 0, objects: keys.map(\.count))
+        if chunk.count == partitions.count {
+            // One chunk: every touched object in one read, after the locks.
+            try await lockAndLoad(partitions, keys.flatMap { $0 })
+            var changed = 0
+            for partition in partitions { changed += try await stage(operations[partition]!, in: partition).count }
+            if !mode.defersWrites { try await writeStaged() }
+            return changed
         }
-        if !mode.defersWrites { try await writeStaged() }
-        return result
+        try await lock(partitions)
+        // In a savepoint, so a refusal in a later chunk leaves none of the earlier ones written
+        // (staged changes of other objects are written when it starts, so each chunk's write
+        // holds only its own).
+        return try await withSavepoint {
+            var changed = 0
+            while !chunk.isEmpty {
+                let chunkKeys = keys[chunk].flatMap { $0 }
+                _ = try await load(chunkKeys)
+                for index in chunk { changed += try await stage(operations[partitions[index]]!, in: partitions[index]).count }
+                let before = bodyBytesWritten
+                try await writeStaged()
+                record.release(Set(chunkKeys), screening: store.eventInterest)
+                chunker.wrote(objects: chunkKeys.count, bytes: bodyBytesWritten - before)
+                chunk = chunker.next(from: chunk.upperBound, objects: keys.map(\.count))
+            }
+            return changed
+        }
     }
 
     /// Runs `body` inside a savepoint: when it throws, the database and this transaction's
@@ -278,6 +306,7 @@ package final class WriteTransaction {
             return nil
         }
         var counts = (written: 0, recorded: 0)
+        bodyBytesWritten += statement.bodies.reduce(0) { $0 + $1.bytes.count }
         for (part, bytes) in statement.split(maximumBytes: store.configuration.statementBytes) {
             largestStatement = max(largestStatement, bytes)
             for try await (written, stored) in try await connection.execute(part, logger: logger) {
@@ -313,11 +342,11 @@ package final class WriteTransaction {
         record.wrote(every, labelled: store.objectEventLabel)
         let (events, clocks) = (record.events, record.clocks)
         let interest = store.eventInterest
-        let recorded = !finishing ? [] : interest.recordsAll ? events : events.filter { interest.wants($0.event) }
+        let recorded = !finishing ? [] : record.screenedEvents + (interest.recordsAll ? events : events.filter { interest.wants($0.event) })
         let queued = finishing ? record.outcomes : []
         // The transaction's Lamport clock: the largest of its changed partitions', set on the
         // others (docs/TRIGGERS.md, "Ordering").
-        let changed = finishing ? Set(record.changes.map(\.partition)) : []
+        let changed = finishing ? record.changedPartitions : []
         let clock = changed.compactMap { clocks[$0] }.max()
         let stamp = changed.filter { clock != nil && clocks[$0, default: 0] < clock! }.sorted().map(\.description)
         if finishing { record.recordedEvents = recorded.count }
@@ -347,7 +376,7 @@ package final class WriteTransaction {
             statement.eventPartitions.append(event.partition?.description ?? "")
             statement.eventVersions.append(event.version ?? -1)
             statement.userIDs.append(event.userID ?? "")
-            statement.before.append(EncodedJSONB(bytes: event.before.map { JSONValue.object($0).jsonBytes } ?? none))
+            statement.before.append(EncodedJSONB(bytes: event.encodedBefore ?? event.before.map { JSONValue.object($0).jsonBytes } ?? none))
             statement.after.append(EncodedJSONB(bytes: event.encodedAfter ?? event.after.map { JSONValue.object($0).jsonBytes } ?? none))
             statement.changed.append(JSONB(value: .array(event.changed.map(JSONValue.string))))
             statement.removed.append(JSONB(value: .array(event.removed.map(JSONValue.string))))
