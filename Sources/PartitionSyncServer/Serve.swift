@@ -76,6 +76,20 @@ struct Serve: AsyncParsableCommand {
         metricsPublicFlag || ["1", "true", "yes"].contains(ProcessInfo.processInfo.environment["PSYNC_METRICS_PUBLIC"]?.lowercased() ?? "")
     }
 
+    @Option(name: .customLong("trusted-proxy"), help: "An address or CIDR block (10.0.0.0/8) of a load balancer whose X-Forwarded-For names the client, for the per-address limits; repeatable (env PSYNC_TRUSTED_PROXIES, comma-separated). Default none: the header is ignored.")
+    var trustedProxyOptions: [String] = []
+
+    /// The trusted proxies, from the options or else the environment.
+    func trustedProxies() throws -> [AddressRange] {
+        let texts = trustedProxyOptions.isEmpty
+            ? (ProcessInfo.processInfo.environment["PSYNC_TRUSTED_PROXIES"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            : trustedProxyOptions
+        return try texts.map { text in
+            guard let range = AddressRange(text) else { throw ValidationError("--trusted-proxy \(text) is not an address or a CIDR block (10.0.0.0/8, fd00::/8)") }
+            return range
+        }
+    }
+
     @Option(name: .customLong("idle-timeout"), help: "Seconds a WebSocket may stay silent before it is closed (env PSYNC_IDLE_TIMEOUT).")
     var idleTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_IDLE_TIMEOUT"].flatMap(Int.init) ?? 60
 
@@ -189,6 +203,7 @@ struct Serve: AsyncParsableCommand {
         configuration.auth.passwordHashQueue = passwordHashQueue
         try identity.apply(to: &configuration.auth, logger: logger)
         configuration.metricsPublic = metricsPublic
+        configuration.trustedProxies = try trustedProxies()
         configuration.sessions.idleTimeout = .seconds(idleTimeout)
         configuration.triggers.leaseDuration = .seconds(triggerLease)
         configuration.triggers.leaseRenewal = .milliseconds(max(100, triggerLease * 1000 / 5))

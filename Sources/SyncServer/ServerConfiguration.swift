@@ -33,6 +33,10 @@ package struct ServerConfiguration: Sendable {
     /// Whether `/metrics` answers without an admin API key, for a scraper on a private
     /// network that cannot send one. Default `false`.
     package var metricsPublic: Bool = false
+    /// Proxies (load balancers) whose `X-Forwarded-For` names the client, for the per-address
+    /// limits (``ClientAddressResolver``). Default none: the peer is the client, and the
+    /// header is ignored.
+    package var trustedProxies: [AddressRange] = []
     /// How often the instance reads the versions of the partitions its sessions follow, in
     /// case a commit's notification was lost (its writer died between COMMIT and the
     /// notification). Default 1 second.

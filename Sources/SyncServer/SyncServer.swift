@@ -38,6 +38,8 @@ package final class SyncServer: Service, Sendable {
     private let runningInstances = Locked<InstanceService?>(nil)
     private let revocations: RevocationList
     private let sessions: SessionRegistry
+    /// What `/ready` says; a graceful shutdown makes it 503 and refuses new WebSockets.
+    private let readiness = Readiness()
     /// Opens when the HTTP server listens: the other services start then (``AfterListening``).
     private let listeningGate = Gate()
 
@@ -112,6 +114,7 @@ package final class SyncServer: Service, Sendable {
                     group.addTask { try await withDeadline(nil, "the server") { try await running.value } }
                     group.addTask {
                         try await gracefulShutdown()
+                        self.readiness.stopping()
                         await self.sessions.windDown(timeout: self.configuration.sessions.shutdownTimeout)
                         await inner.triggerGracefulShutdown()
                         do {
@@ -151,7 +154,7 @@ package final class SyncServer: Service, Sendable {
     }
 
     private func makeApplication(client: PostgresClient) async throws -> (some Service, TriggerHealth) {
-        let readiness = Readiness()
+        let readiness = self.readiness
         let store = ObjectStore(client: client, configuration: configuration.storage, logger: logger)
         let issuer = try await TokenIssuer(
             secret: configuration.auth.jwtSecret, lifetime: configuration.auth.accessTokenLifetime, time: configuration.time)
@@ -206,7 +209,7 @@ package final class SyncServer: Service, Sendable {
         HTTPRoutes(
             store: store, auth: auth, permissions: permissions, uploads: uploads, metrics: metrics, readiness: readiness,
             adminServices: configuration.adminServices, metricsPublic: configuration.metricsPublic,
-            triggerHealth: triggers.health
+            triggerHealth: triggers.health, clientAddresses: ClientAddressResolver(trusted: configuration.trustedProxies)
         ).add(to: router)
         let history = MetricsHistory(metrics: metrics, time: configuration.time)
         AdminRoutes(
@@ -233,6 +236,14 @@ package final class SyncServer: Service, Sendable {
         let webSocketRouter = Router(context: SyncRequestContext.self)
         webSocketRouter.add(middleware: ErrorMiddleware(metrics: metrics, routes: routes))
         webSocketRouter.ws("v1/sync") { request, context in
+            // Stopping: a client connects again (through a balancer, to another instance)
+            // rather than to a session that would be closed at once.
+            if readiness.isStopping {
+                if let channel = context.channel {
+                    refusals.refuse(channel, SyncError(.unavailable, "the server is stopping; connect again"))
+                }
+                return .dontUpgrade
+            }
             do {
                 _ = try SessionPresence(query: request.uri.queryParameters.get("presence"))
             } catch let error as SyncError {
@@ -274,7 +285,8 @@ package final class SyncServer: Service, Sendable {
             let session = SyncSession(
                 services: sessionServices, id: id, credential: credential, frameGate: context.requestContext.channel.flatMap(frameGates.take),
                 countsInPresence: presence == .counted)
-            self.sessions.add(session)
+            // One that upgraded as the shutdown began closes as the others do.
+            if !self.sessions.add(session) { session.beginShutdown() }
             defer { self.sessions.remove(session) }
             do {
                 try await session.run(inbound: inbound, outbound: outbound)

@@ -96,7 +96,7 @@ struct ResilienceTests {
         }
     }
 
-    @Test("graceful shutdown answers the upload in flight, then closes sessions with 1001")
+    @Test("graceful shutdown answers the upload in flight, then closes sessions with 1001; meanwhile /ready is 503 and new WebSockets are refused, so a balancer sends clients elsewhere")
     func gracefulShutdown() async throws {
         try await TestDatabase.with { db in
             var configuration = TestServer.defaultConfiguration
@@ -119,7 +119,20 @@ struct ResilienceTests {
                 client.send(.upload(requestId: "last", partition: partition("user=\(alice.userID)"), operations: [.put(key("Note", "n"), body: [:])]))
                 for await _ in entered.stream { break }
                 await group.triggerGracefulShutdown()
-                try await Task.sleep(for: .milliseconds(200))
+                // The shutdown began: /ready says so (the upload still holds the session open).
+                let deadline = ContinuousClock.now + .seconds(20)
+                var ready = try await test.http.get("/ready")
+                while ready.status == 200, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                    ready = try await test.http.get("/ready")
+                }
+                #expect(ready.status == 503)
+                #expect(ready.json?["error"]?["message"] == "the server is stopping")
+                // A new session is refused, not taken and held until the wind-down ends.
+                await #expect(throws: (any Error).self) {
+                    let late = try await test.connect(token: alice.accessToken)
+                    _ = try await late.next(timeout: .seconds(2))
+                }
                 release.continuation.yield()
                 // The upload sent before the shutdown is answered before the close.
                 var answered = false

@@ -21,6 +21,14 @@ struct HTTPRoutes: Sendable {
     let metricsPublic: Bool
     /// What the trigger watchdog found, for `/health/triggers`.
     let triggerHealth: TriggerHealth
+    /// Who a request's client is, behind trusted proxies too.
+    let clientAddresses: ClientAddressResolver
+
+    /// The client's address for the per-address limits: the peer, or behind a trusted proxy
+    /// what its `X-Forwarded-For` says.
+    func clientAddress(_ request: Request, _ context: SyncRequestContext) -> String {
+        clientAddresses.address(peer: context.remoteAddress, forwardedFor: request.headers[values: .xForwardedFor])
+    }
 
     func add(to router: Router<SyncRequestContext>) {
         router.get("health") { _, _ in Response.json(["status": "ok"]) }
@@ -35,12 +43,12 @@ struct HTTPRoutes: Sendable {
         let authGroup = router.group("v1/auth")
         authGroup.post("register") { request, context in
             let (email, password) = try await self.credentials(request)
-            let tokens = try await self.auth.register(email: email, password: password, address: context.remoteAddress)
+            let tokens = try await self.auth.register(email: email, password: password, address: self.clientAddress(request, context))
             return Response.json(tokens.json, status: .created)
         }
         authGroup.post("login") { request, context in
             let (email, password) = try await self.credentials(request)
-            return Response.json(try await self.auth.login(email: email, password: password, address: context.remoteAddress).json)
+            return Response.json(try await self.auth.login(email: email, password: password, address: self.clientAddress(request, context)).json)
         }
         authGroup.post("refresh") { request, _ in
             Response.json(try await self.auth.refresh(try await self.refreshToken(request)).json)
@@ -83,6 +91,7 @@ struct HTTPRoutes: Sendable {
 
     private func ready(_ context: SyncRequestContext) async throws -> Response {
         guard readiness.isReady else {
+            if readiness.isStopping { return .error(SyncError(.unavailable, "the server is stopping")) }
             return .error(SyncError(.unavailable, "the server is starting or has lost its database"))
         }
         do {
@@ -191,4 +200,10 @@ struct HTTPRoutes: Sendable {
         guard let token = body["refreshToken"]?.stringValue else { throw SyncError(.badRequest, "the body needs a string 'refreshToken'") }
         return token
     }
+}
+
+extension HTTPField.Name {
+    /// The addresses a request passed through, client first, as proxies append them (read only
+    /// from a trusted proxy: ``ClientAddressResolver``).
+    static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
 }

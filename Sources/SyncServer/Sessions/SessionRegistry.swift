@@ -16,6 +16,8 @@ final class SessionRegistry: Service, Sendable {
         /// Who waits for the last session to end (``windDown(timeout:)``), by id.
         var emptyWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
         var nextWaiter = 0
+        /// The graceful shutdown began (``windDown(timeout:)``).
+        var stopping = false
     }
 
     private let state = Locked(State())
@@ -37,8 +39,12 @@ final class SessionRegistry: Service, Sendable {
         for session in open { session.closeIfRevoked(revocations) }
     }
 
-    func add(_ session: SyncSession) {
-        state.withLock { $0.sessions[ObjectIdentifier(session)] = session }
+    /// Adds an open session; `false` once the shutdown began (the caller then shuts it down).
+    func add(_ session: SyncSession) -> Bool {
+        state.withLock { state in
+            state.sessions[ObjectIdentifier(session)] = session
+            return !state.stopping
+        }
     }
 
     func remove(_ session: SyncSession) {
@@ -72,7 +78,10 @@ final class SessionRegistry: Service, Sendable {
     /// Asks every session to close once its current upload is answered, and waits until they
     /// have, or until `timeout`.
     func windDown(timeout: Duration) async {
-        let open = state.withLock { Array($0.sessions.values) }
+        let open = state.withLock { state in
+            state.stopping = true
+            return Array(state.sessions.values)
+        }
         for session in open { session.beginShutdown() }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.emptied() }

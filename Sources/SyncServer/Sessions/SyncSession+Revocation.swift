@@ -23,8 +23,16 @@ extension SyncSession {
     /// logged out, its API key revoked): `error` `session_revoked`, then close 4001. An
     /// in-memory lookup; the registry calls it whenever the revocations change and on every sweep.
     func closeIfRevoked(_ revocations: RevocationList) {
-        let (revokedBy, closing) = state.withLock { ($0.revokedBy, $0.lifecycle.isClosing) }
-        guard !closing, revocations.revokes(revokedBy) else { return }
+        let revokedBy = state.withLock { $0.revokedBy }
+        guard revocations.revokes(revokedBy) else { return }
+        // The registry's observer and its sweep may both find it revoked at once: the first
+        // closes, in one locked step, and the other does nothing.
+        let first = state.withLock { state in
+            guard !state.lifecycle.isClosing, !state.closingRevoked else { return false }
+            state.closingRevoked = true
+            return true
+        }
+        guard first else { return }
         logger.info("credential revoked; closing the session")
         send(.error(SyncError(.sessionRevoked, "the session's credential was revoked"), partition: nil))
         close(.unknown(4001), SyncError.Code.sessionRevoked.rawValue)
