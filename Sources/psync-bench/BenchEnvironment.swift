@@ -171,6 +171,13 @@ final class BenchEnvironment: Sendable {
         throw BenchError("the unread counts did not catch up within \(timeout)")
     }
 
+    /// The database's current WAL insert position, in bytes.
+    func walPosition() async throws -> Int {
+        let rows = try await client.query("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint", logger: logger)
+        for try await position in rows.decode(Int64.self) { return Int(position) }
+        return 0
+    }
+
     // MARK: Helpers
 
     private static func execute(on url: DatabaseURL, _ sql: String, logger: Logger) async throws {

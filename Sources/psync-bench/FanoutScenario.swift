@@ -52,9 +52,21 @@ struct FanoutScenario {
         let connection = try await BenchConnection.connect(environment.server.webSocketURL, token: sender.token, logger: environment.logger) { _ in }
         let completion = LatencyRecorder()
         let settle = LatencyRecorder()
+        var walBytes: [Int] = []
         var incomplete = 0
+        // The server's anonymous memory at its highest while the messages go out, sampled
+        // every 20 ms (the figure after the load alone would miss a peak freed before it).
+        let peak = Mutex(environment.serverAnonymousRSS())
+        let sampler = Task { [environment] in
+            while !Task.isCancelled {
+                let now = environment.serverAnonymousRSS()
+                peak.withLock { $0 = max($0, now) }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+        }
         for n in 0..<messages {
             let requestId = "fanout-\(n)"
+            let walBefore = try await environment.walPosition()
             let started = ContinuousClock.now
             connection.send(.upload(
                 requestId: requestId, partition: partition,
@@ -70,8 +82,14 @@ struct FanoutScenario {
             let settling = ContinuousClock.now
             try await environment.waitForUnreadCounts()
             settle.record(settling.duration(to: .now))
+            // WAL bytes of the message and everything it set off (its event, the unread
+            // counts, the triggers' progress).
+            walBytes.append(try await environment.walPosition() - walBefore)
             try await Task.sleep(for: .milliseconds(100))
         }
+        sampler.cancel()
+        let anonNow = environment.serverAnonymousRSS()
+        let anonHighest = peak.withLock { max($0, anonNow) }
         progress("fanout: p99 to all \(members): \(completion.milliseconds(at: 99)) ms")
         let rssPeak = environment.serverRSS()
         let anonPeak = environment.serverAnonymousRSS()
@@ -92,7 +110,14 @@ struct FanoutScenario {
             "deliveryMs": tracker.latencies.summary,
             "unreadCountsSettledMs": settle.summary,
             "serverRSSMB": ["before": megabytes(rssBefore), "underLoad": megabytes(rssPeak), "afterLoad": megabytes(rssAfter)],
-            "serverAnonMB": ["before": megabytes(anonBefore), "underLoad": megabytes(anonPeak), "afterLoad": megabytes(anonAfter)],
+            "serverAnonMB": [
+                "before": megabytes(anonBefore), "underLoad": megabytes(anonPeak), "peakDuringMessages": megabytes(anonHighest),
+                "afterLoad": megabytes(anonAfter),
+            ],
+            "walBytesPerMessage": [
+                "median": .int(Int64(walBytes.sorted()[walBytes.count / 2])), "max": .int(Int64(walBytes.max() ?? 0)),
+                "perMember": .int(Int64(walBytes.sorted()[walBytes.count / 2] / max(1, members))),
+            ],
             "method": "one message at a time: the next is sent when the unread counts of the last are written",
             "floor": ["what": "INSERT + NOTIFY → one LISTENing connection", "latencyMs": floor.summary],
             "ratioP99": ratio(completion.milliseconds(at: 99), floor.milliseconds(at: 99)),
