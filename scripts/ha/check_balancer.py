@@ -38,7 +38,6 @@ import asyncio
 import collections
 import json
 import os
-import subprocess
 import sys
 import time
 import urllib.parse
