@@ -63,6 +63,10 @@ class Failure(Exception):
     pass
 
 
+class Abort(Failure):
+    """Raised by a predicate of wait_for to stop waiting at once (a process it waits for exited)."""
+
+
 def wait_for(what, predicate, timeout, interval=0.2):
     """Polls predicate() until it returns a truthy value (returned) or timeout seconds pass."""
     deadline = time.monotonic() + timeout
@@ -72,6 +76,8 @@ def wait_for(what, predicate, timeout, interval=0.2):
             value = predicate()
             if value:
                 return value
+        except Abort:
+            raise
         except Exception as error:  # noqa: BLE001 - a poll tolerates every transient failure
             last_error = error
         if time.monotonic() >= deadline:
@@ -190,17 +196,18 @@ class Layout:
         return ports
 
 
-def load_state(directory):
-    path = os.path.join(os.path.abspath(directory), STATE_FILE)
+def load_state(directory, name=STATE_FILE, what="cluster"):
+    path = os.path.join(os.path.abspath(directory), name)
     try:
         with open(path) as f:
             return json.load(f)
     except FileNotFoundError:
-        raise Failure(f"{path} does not exist: no cluster was started in {directory}")
+        raise Failure(f"{path} does not exist: no {what} was started in {directory}")
 
 
-def save_state(directory, state):
-    path = os.path.join(os.path.abspath(directory), STATE_FILE)
+def save_state(directory, state, name=STATE_FILE):
+    """Writes the state file (mode 0600: it holds passwords) atomically."""
+    path = os.path.join(os.path.abspath(directory), name)
     tmp = path + ".tmp"
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         json.dump(state, f, indent=2, sort_keys=True)
@@ -296,19 +303,26 @@ def cluster_view(layout):
     return None
 
 
-def haproxy_backends(layout):
-    """{'primary': {node: status}, 'replicas': {node: status}} from HAProxy's CSV statistics."""
-    status, body = http_get(f"http://127.0.0.1:{layout.haproxy_stats}/;csv", timeout=1.0)
+def haproxy_servers(stats_port, proxies):
+    """{proxy: {server: row}} for the servers of the named proxies, from HAProxy's CSV
+    statistics (each row a dict of its columns: `status`, `scur`, `check_status`, `lastchg`…)."""
+    status, body = http_get(f"http://127.0.0.1:{stats_port}/;csv", timeout=1.0)
     if status != 200:
         raise Failure(f"HAProxy statistics answered {status}")
     lines = body.splitlines()
     header = lines[0].lstrip("# ").split(",")
-    result = {"primary": {}, "replicas": {}}
+    result = {proxy: {} for proxy in proxies}
     for line in lines[1:]:
         row = dict(zip(header, line.split(",")))
         if row.get("pxname") in result and row.get("svname") not in ("FRONTEND", "BACKEND"):
-            result[row["pxname"]][row["svname"]] = row.get("status", "")
+            result[row["pxname"]][row["svname"]] = row
     return result
+
+
+def haproxy_backends(layout):
+    """{'primary': {node: status}, 'replicas': {node: status}} from HAProxy's CSV statistics."""
+    servers = haproxy_servers(layout.haproxy_stats, ("primary", "replicas"))
+    return {proxy: {name: row.get("status", "") for name, row in rows.items()} for proxy, rows in servers.items()}
 
 
 def routed_primary(state, layout):
@@ -550,7 +564,7 @@ def cmd_start(args):
         def elected():
             for name in layout.names():
                 if not pid_alive(state["pids"][f"{name}-patroni"]):
-                    raise Failure(f"{name}'s Patroni exited; see {layout.logs(name + '-patroni.log')}")
+                    raise Abort(f"{name}'s Patroni exited; see {layout.logs(name + '-patroni.log')}")
             return primary_by_rest(layout)
         primary = wait_for("a primary to be elected", elected, args.timeout)
         log(f"{primary} is the primary ({time.monotonic() - started:.1f} s)")
@@ -568,7 +582,7 @@ def cmd_start(args):
         # checks have run (only the primary up in the `primary` frontend), then for a write path
         def routed_only_to_primary():
             if not pid_alive(state["pids"]["haproxy"]):
-                raise Failure("HAProxy exited; see logs/haproxy.log")
+                raise Abort("HAProxy exited; see logs/haproxy.log")
             up = [name for name, status in haproxy_backends(layout)["primary"].items() if status == "UP"]
             return up == [primary] and routed_primary(state, layout) == primary
         wait_for(f"HAProxy to route writes to {primary} alone", routed_only_to_primary, args.timeout)
@@ -610,7 +624,7 @@ def cmd_start(args):
 
 def _etcd_healthy(client, pid):
     if not pid_alive(pid):
-        raise Failure("etcd exited; see logs/etcd.log")
+        raise Abort("etcd exited; see logs/etcd.log")
     status, body = http_get(f"{client}/health", timeout=1.0)
     return status == 200 and json.loads(body).get("health") == "true"
 
@@ -848,22 +862,30 @@ def leftovers(state):
     return sorted(found)
 
 
+def terminate(pids, what, timeout, quiet=False):
+    """SIGTERM to each live pid, then waits up to timeout seconds for them to exit; SIGKILLs
+    those that did not. Returns whether they all exited on SIGTERM."""
+    alive = [p for p in pids if p and pid_alive(p)]
+    for p in alive:
+        signal_pid(p, signal.SIGTERM)
+    try:
+        wait_for(f"{what} to exit", lambda: not any(pid_alive(p) for p in alive), timeout, interval=0.05)
+        return True
+    except Failure:
+        if not quiet:
+            log(f"{what} did not exit on SIGTERM within {timeout} s; killing")
+        for p in alive:
+            signal_pid(p, signal.SIGKILL)
+        return False
+
+
 def stop_cluster(state, quiet=False):
     layout = layout_of(state)
     thaw_leftovers(state)
     pids = state.get("pids", {})
 
     def stop(pids_to_stop, what, timeout):
-        alive = [p for p in pids_to_stop if p and pid_alive(p)]
-        for p in alive:
-            signal_pid(p, signal.SIGTERM)
-        try:
-            wait_for(f"{what} to exit", lambda: not any(pid_alive(p) for p in alive), timeout)
-        except Failure:
-            if not quiet:
-                log(f"{what} did not exit on SIGTERM within {timeout} s; killing")
-            for p in alive:
-                signal_pid(p, signal.SIGKILL)
+        terminate(pids_to_stop, what, timeout, quiet)
 
     # replicas first, then the primary: no failover while the cluster goes down
     primary = None
