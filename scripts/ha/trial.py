@@ -54,6 +54,7 @@ import base64
 import json
 import os
 import random
+import re
 import secrets
 import shutil
 import signal
@@ -767,10 +768,30 @@ class Trial:
                    "a lost query on a connection ended by the failover, bounded only by the upload timeout: "
                    "Sources/SyncStorage/Uploads/UploadCombiner.swift (withDeadline), "
                    "Sources/SyncStorage/Database/PostgresClient+OpenConnection.swift")
+        # what the servers logged with their `internal error`s: the SQLSTATE tells the cause
+        internal = {}
+        for name, instance in self.instances.items():
+            # a log entry starts with its time; the SQL text it quotes may span lines
+            for entry in re.split(r"\n(?=\d{4}-\d\d-\d\dT)", instance.log_since(0)):
+                if "internal error" in entry:
+                    state = re.search(r"sqlState: (\w+)", entry)
+                    message = re.search(r"message: ([^,\]]+)", entry)
+                    key = f"{state.group(1) if state else '?'} {message.group(1) if message else entry[-120:]}"
+                    internal.setdefault(name, {}).setdefault(key, 0)
+                    internal[name][key] += 1
+        self.report["answers"]["internal_errors_logged"] = internal
+        read_only = any(k.startswith("25006") for v in internal.values() for k in v)
         self.check("in-flight uploads answered `unavailable`, no other error", not other,
-                   f"{unavailable} answered unavailable, other answers: {other or 'none'}",
-                   "errors not classed as unavailable: Sources/SyncStorage/Database/PSQLError+Availability.swift, "
-                   "Sources/SyncServer/Uploads/UploadService.swift (ServerError.describe)")
+                   f"{unavailable} answered unavailable, other answers: {other or 'none'}"
+                   + (f"; the servers logged as internal errors: {internal}" if internal else ""),
+                   ("a connection reached a node still in recovery (HAProxy routes a promoting node once Patroni holds "
+                    "the leader key) and 25006 read_only_sql_transaction is not classed as unavailable: "
+                    "Sources/SyncStorage/Database/PSQLError+Availability.swift:14-16, "
+                    "Sources/SyncServer/Uploads/UploadService.swift:150-155 (internal), and the connection goes back "
+                    "to the pool: Sources/SyncStorage/Database/PostgresClient+OpenConnection.swift (endsConnection)")
+                   if read_only else
+                   "errors not classed as unavailable: Sources/SyncStorage/Database/PSQLError+Availability.swift:10-20, "
+                   "Sources/SyncServer/Uploads/UploadService.swift:140-156 (ServerError.describe)")
 
     async def unread_counts(self):
         """{(user email, conversation): (unreadCount or None, messages stored)}."""
