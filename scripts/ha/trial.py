@@ -103,19 +103,20 @@ def schedule(count, rng):
 
 
 def longest_gap(times, start, end):
-    """The longest stretch in [start, end] without one of `times` (sorted), and where it ended."""
-    gap, ended, previous = 0.0, None, start
+    """The longest stretch in [start, end] without one of `times` (sorted): (seconds, its
+    beginning, its end or None when it lasts until `end`)."""
+    gap, began, ended, previous = 0.0, start, None, start
     for t in times:
         if t < start:
             continue
         if t > end:
             break
         if t - previous > gap:
-            gap, ended = t - previous, t
+            gap, began, ended = t - previous, previous, t
         previous = t
     if end - previous > gap:
-        gap, ended = end - previous, None
-    return round(gap, 2), (round(ended - start, 2) if ended is not None else None)
+        gap, began, ended = end - previous, previous, None
+    return round(gap, 2), began, ended
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,6 +172,7 @@ class PrimaryWatcher(threading.Thread):
             self.halt.wait(0.2)
 
     def without_primary(self, start, end):
+        """(seconds, last moment a primary answered before, first moment one answered again)."""
         return longest_gap([t for t, port in self.samples if port], start, end)
 
 
@@ -662,21 +664,26 @@ class Trial:
         healthy = await cluster("wait-healthy", self.dir, "--timeout", "180", check=False)
         t_whole = now()
         after = await cluster("status", self.dir)
+        # from the last moment a writable primary answered before the outage (a switchover
+        # works for a while before the old primary goes)
+        without, lost_at, back_at = self.watcher.without_primary(t0, t_whole)
         per_instance = {}
         for name in self.instances:
             acks = sorted(a["end"] for _, a in self.attempts(t0 - 1, t_whole) if a["code"] == "ack"
                           and a["via"].startswith(name + "/"))
-            gap, resumed = longest_gap(acks, t0, t_whole)
-            per_instance[name] = {"longest_stretch_without_an_ack": gap, "acks_resumed_after": resumed,
+            gap, began, ended = longest_gap(acks, t0, t_whole)
+            since = lost_at if without >= 1.0 else began
+            per_instance[name] = {"longest_stretch_without_an_ack": gap,
+                                  "acked_again_after": round(ended - since, 2) if ended is not None else None,
                                   "first_ack_of_an_upload_started_after_the_primary_came_back": acked_again[name],
                                   "ready": [(round(t - t0, 2), s) for t, s in self.ready_log[name][ready_marks[name]:]]}
-        without, _ = self.watcher.without_primary(t0, t_whole)
         result = {
             "fault": kind, "number": number, "command": "scripts/ha/cluster.py " + " ".join(self.fault_command(kind)),
             "fault_result": fault_result, "primary": f"{old} -> {new}",
             "timeline": f"{before['timeline']} -> {after['timeline']}",
             "seconds": {"fault_command": round(t_fault - t0, 2), "until_haproxy_routes_a_primary": round(t_primary - t0, 2),
-                        "without_a_primary": without, "until_whole": round(t_whole - t0, 2)},
+                        "without_a_primary": without, "primary_lost_at": round(lost_at - t0, 2),
+                        "until_whole": round(t_whole - t0, 2)},
             "whole_again": bool(healthy),
             "instances": per_instance,
             "uploads": self.outcomes(t0, t_whole),
@@ -685,8 +692,8 @@ class Trial:
             "log": {n: interesting_log_lines(i.log_since(offsets[n]), limit=8) for n, i in self.instances.items()},
         }
         self.report["faults"].append(result)
-        say(f"{kind}: {old} -> {new}, {without} s without a primary, acks again after "
-            + ", ".join(f"{n} {v['acks_resumed_after']} s" for n, v in per_instance.items())
+        say(f"{kind}: {old} -> {new}, {without} s without a primary, uploads acknowledged again after "
+            + ", ".join(f"{n} {v['acked_again_after']} s" for n, v in per_instance.items())
             + f", whole after {result['seconds']['until_whole']} s")
         if not healthy:
             raise RuntimeError(f"the cluster did not become whole again after {kind}")
@@ -823,12 +830,22 @@ class Trial:
                  if have != want}
         self.report.setdefault("unread", {})[label] = {"settled_after": settled, "wrong": wrong,
                                                        "members_checked": len(counts)}
+        ahead = (self.report.get("lost_tail") or {}).get("trigger_positions", {}).get("ahead_of_the_log", {})
+        if settled is None and ahead:
+            cause = ("after the lost tail the trigger runner kept its position from the lost history and its lease "
+                     f"renewal stored it on the new primary, ahead of the event log there ({ahead}), so the new "
+                     "primary's events numbered below it were never handled: "
+                     "Sources/SyncTriggers/TriggerRunnerStateMachine.swift:154 (position = max(position, stored)), "
+                     ":280/:289/:300 (renewal passes the in-memory position), "
+                     "Sources/SyncStorage/Triggers/TriggerLedger.swift:89 (GREATEST(position, passed))")
+        else:
+            cause = ("the unread-count trigger applied a run twice or skipped one across a failover: "
+                     "Sources/SyncStorage/Triggers/TriggerLedger.swift (lease fence, advance), "
+                     "Sources/SyncTriggers/TriggerRunner.swift")
         self.check(f"{label}: unread counts exact", settled is not None,
                    f"{len(counts)} member counts, " + (f"equal to the stored messages after {settled} s" if settled is not None
                                                        else f"{len(wrong)} wrong after {timeout} s: {dict(list(wrong.items())[:6])}"),
-                   "the unread-count trigger applied a run twice or skipped one across a failover: "
-                   "Sources/SyncStorage/Triggers/TriggerLedger.swift (lease fence, advance), "
-                   "Sources/SyncTriggers/TriggerRunner.swift")
+                   cause)
 
     async def server_state(self, partitions):
         rows = await self.db.run("SELECT partition, id, version, body FROM psync_objects "
@@ -965,6 +982,9 @@ class Trial:
             await eventually("the late subscriber to disconnect", lambda: asyncio.sleep(0, result=not late.connected), 10)
             late.note("offline before the primary dies")
             late_cursor = late.cursors[partition]
+            rows = await self.db.run("SELECT t.name, t.position, s.last_seq FROM psync_triggers t, psync_sequencer s",
+                                     port=old_port)
+            result["trigger_positions_on_the_old_primary"] = {n: {"position": p, "last_numbered": l} for n, p, l in rows}
             say(f"{len(tail_ids)} uploads acknowledged at versions {head_before + 1}..{head_old} of {partition}, "
                 f"on the replicas: {on_replicas}; killing {old}")
             t0 = now()
@@ -978,6 +998,7 @@ class Trial:
         result["new_primary"] = new
         head_new = (await self.db.run("SELECT version FROM psync_partitions WHERE partition = %s", (partition,)))[0][0]
         result["head_on_new_primary"] = head_new
+        positions = asyncio.create_task(self.trigger_positions(15))
         say(f"{new} is the primary after {t_primary - t0:.2f} s; {partition} is at version {head_new} there "
             f"(the old primary had {head_old})")
         # the new primary commits more to the partition than was lost, reusing those versions
@@ -987,6 +1008,7 @@ class Trial:
             await deliver(self, message, http, author.email, give_up_after=90)
             after.append(message)
         result["after"] = {"acked": [m.id for m in after if m.final == "ack"]}
+        result["trigger_positions"] = await positions
         self.writing.set()
         late.online.set()
         late.note("online again after the failover, resuming from its cursor")
@@ -1043,6 +1065,28 @@ class Trial:
         result["seconds_until_whole"] = round(now() - t0, 2)
         return [m.id for m in tail]
 
+    async def trigger_positions(self, seconds):
+        """Samples each trigger's stored position against the last numbered event for a while:
+        each trigger's first sample, and its samples with the position ahead of the event log."""
+        first, ahead, changes = {}, {}, {}
+        started = now()
+        while now() - started < seconds:
+            try:
+                rows = await self.db.run("SELECT t.name, t.position, s.last_seq, t.lease_holder FROM psync_triggers t, "
+                                         "psync_sequencer s", timeout=2)
+            except psycopg2.Error:
+                rows = []
+            for name, position, last, holder in rows:
+                sample = {"at": round(now() - started, 2), "position": position, "last_numbered": last}
+                first.setdefault(name, sample)
+                seen = changes.setdefault(name, [])
+                if not seen or seen[-1]["position"] != position:
+                    seen.append(sample)
+                if position > last:
+                    ahead.setdefault(name, sample)
+            await asyncio.sleep(0.2)
+        return {"first": first, "ahead_of_the_log": ahead, "position_changes": {n: v[:12] for n, v in changes.items()}}
+
     # --- the end ---------------------------------------------------------------------------------------
 
     async def sigterm(self):
@@ -1065,7 +1109,7 @@ class Trial:
                 "upload_attempts": sum(len(m.attempts) for m in self.messages.values()),
                 "faults": [{"fault": f["fault"], "primary": f["primary"],
                             "without_a_primary": f["seconds"]["without_a_primary"],
-                            "acks_again_after": {n: v["acks_resumed_after"] for n, v in f["instances"].items()},
+                            "acked_again_after": {n: v["acked_again_after"] for n, v in f["instances"].items()},
                             "longest_without_ack": {n: v["longest_stretch_without_an_ack"] for n, v in f["instances"].items()},
                             "until_whole": f["seconds"]["until_whole"]} for f in self.report["faults"]]}
 
@@ -1077,9 +1121,9 @@ def print_summary(trial):
     figures = report.get("figures", {})
     if figures:
         lines.append(f"writes acknowledged: {figures['writes_acked']} ({figures['upload_attempts']} upload attempts)")
-        lines.append(f"{'fault':<13} {'primary':<15} {'no primary':>10}  {'acks again A / B (s)':<22} {'whole':>6}")
+        lines.append(f"{'fault':<13} {'primary':<15} {'no primary':>10}  {'acked again A / B':<22} {'whole':>6}")
         for f in figures["faults"]:
-            again = " / ".join(str(v) for v in f["acks_again_after"].values())
+            again = " / ".join(str(v) for v in f["acked_again_after"].values())
             lines.append(f"{f['fault']:<13} {f['primary']:<15} {f['without_a_primary']:>10}  {again:<22} {f['until_whole']:>6}")
     tail = report.get("lost_tail")
     if tail:
