@@ -640,8 +640,9 @@ class Trial:
 
     async def start_load(self):
         names = ["A", "B"]
+        posting = [u for u in self.users if u.conversations]  # a user drawn into no conversation has none to post to
         for i in range(self.args.writers):
-            user = self.users[i % len(self.users)]
+            user = posting[i % len(posting)]
             instance = self.instances[names[(i // 2) % 2]]
             channel = (HttpChannel if i % 2 == 0 else WebSocketChannel)(instance, user)
             self.writers.append(Writer(self, i, user, channel, user.conversations, random.Random(self.rng.random()),
