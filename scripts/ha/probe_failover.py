@@ -29,10 +29,7 @@ import asyncio
 import base64
 import json
 import os
-import re
 import secrets
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,8 +39,8 @@ import urllib.parse
 import httpx
 import websockets
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CLUSTER = os.path.join(HERE, "cluster.py")
+from harness import Instance, cluster, eventually, interesting_log_lines, post_upload, register
+
 T0 = time.monotonic()
 
 
@@ -55,127 +52,11 @@ def say(msg):
     print(f"[probe {now():7.2f}] {msg}", file=sys.stderr, flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-async def cluster(*args, check=True):
-    """Runs scripts/ha/cluster.py; returns its JSON output (or None)."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, CLUSTER, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await process.communicate()
-    if check and process.returncode != 0:
-        raise RuntimeError(f"cluster.py {' '.join(args)} failed: {err.decode()[-2000:]}")
-    text = out.decode().strip()
-    return json.loads(text) if text else None
-
-
-async def eventually(what, predicate, timeout, interval=0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            value = await predicate()
-            if value:
-                return value
-        except Exception:  # noqa: BLE001 - polled until the deadline
-            pass
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} within {timeout} s")
-        await asyncio.sleep(interval)
-
-
-# ---------------------------------------------------------------------------------------------
-# server instances
-
-class Instance:
-    def __init__(self, name, psync, url, log_dir, secret):
-        self.name = name
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log_path = os.path.join(log_dir, f"psync-{name}.log")
-        self.url = url
-        env = dict(os.environ, DATABASE_URL=url, PSYNC_JWT_SECRET=secret, PSYNC_PORT=str(self.port),
-                   PSYNC_BCRYPT_COST="4", PSYNC_ACCESS_TOKEN_TTL="3600", LOG_LEVEL="info",
-                   PSYNC_METRICS_PUBLIC="true")
-        self.log_file = open(self.log_path, "ab")
-        self.process = subprocess.Popen([psync, "serve"], env=env, stdin=subprocess.DEVNULL,
-                                        stdout=self.log_file, stderr=subprocess.STDOUT, start_new_session=True)
-        self.http = httpx.AsyncClient(base_url=self.base, timeout=httpx.Timeout(90.0, connect=3.0))
-        self.log_offset = 0
-        self.exit = None
-
-    def alive(self):
-        return self.process.poll() is None
-
-    async def ready(self, timeout=3.0):
-        response = await self.http.get("/ready", timeout=timeout)
-        return response.status_code
-
-    async def wait_ready(self, timeout=120):
-        async def check():
-            if not self.alive():
-                raise RuntimeError(f"{self.name} exited with {self.process.returncode}")
-            return await self.ready() == 200
-        return await eventually(f"{self.name}'s /ready to answer 200", check, timeout)
-
-    def log_since(self, offset):
-        with open(self.log_path, "rb") as f:
-            f.seek(offset)
-            return f.read().decode(errors="replace")
-
-    def log_size(self):
-        return os.path.getsize(self.log_path)
-
-    async def terminate(self, timeout=30):
-        """SIGTERM; returns (seconds until exit, exit code) or (None, None) if it did not exit."""
-        if not self.alive():
-            return 0.0, self.process.returncode
-        started = time.monotonic()
-        self.process.send_signal(signal.SIGTERM)
-        while time.monotonic() - started < timeout:
-            if self.process.poll() is not None:
-                self.exit = (round(time.monotonic() - started, 2), self.process.returncode)
-                return self.exit
-            await asyncio.sleep(0.05)
-        return None, None
-
-    def kill(self):
-        if self.alive():
-            self.process.kill()
-            self.process.wait()
-        self.log_file.close()
-
-
-def interesting_log_lines(text, limit=12):
-    """The warning, error and critical lines of a server log, grouped by their message."""
-    counts = {}
-    for line in text.splitlines():
-        if not re.search(r"\b(warning|error|critical)\b", line):
-            continue
-        # swift-log's default handler: `<time> <level> <label> : [metadata] message`
-        key = re.sub(r"^\S+\s+", "", line)  # drop the timestamp
-        key = re.sub(r"\d+(\.\d+)?", "N", key)[:220]
-        counts[key] = counts.get(key, 0) + 1
-    return [f"{n}× {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])][:limit]
-
-
-# ---------------------------------------------------------------------------------------------
-# RChat's side
-
 class Users:
     def __init__(self):
         self.alice = None
         self.bob = None
         self.room = "ha-probe-room"
-
-
-async def register(instance, email):
-    response = await instance.http.post("/v1/auth/register", json={"email": email, "password": "correct horse battery"})
-    if response.status_code != 201:
-        raise RuntimeError(f"register {email}: {response.status_code} {response.text}")
-    return response.json()
 
 
 def message_body(request_id, message_id, text):
@@ -187,24 +68,9 @@ def message_body(request_id, message_id, text):
 
 async def upload(instance, users, request_id, message_id, text, timeout=90.0):
     """One HTTP upload of a message by alice; returns (status or None, code, seconds)."""
-    started = time.monotonic()
-    path = f"/v1/partitions/{urllib.parse.quote('conversation=' + users.room, safe='')}/uploads"
-    try:
-        response = await instance.http.post(path, json=message_body(request_id, message_id, text),
-                                            headers={"Authorization": f"Bearer {users.alice['accessToken']}"},
-                                            timeout=timeout)
-    except httpx.TimeoutException:
-        return None, "no answer (client timeout)", round(time.monotonic() - started, 2)
-    except httpx.HTTPError as error:
-        return None, f"transport: {type(error).__name__}", round(time.monotonic() - started, 2)
-    code = "ack"
-    if response.status_code != 200:
-        try:
-            body = response.json()
-            code = body.get("error", {}).get("code") or body.get("code") or response.text[:80]
-        except ValueError:
-            code = response.text[:80]
-    return response.status_code, code, round(time.monotonic() - started, 2)
+    status, code, seconds, _ = await post_upload(instance, users.alice["accessToken"], "conversation=" + users.room,
+                                                 message_body(request_id, message_id, text), timeout=timeout)
+    return status, code, seconds
 
 
 class Probe:
@@ -361,13 +227,9 @@ class Probe:
         return check
 
     async def trigger_health(self, name):
-        try:
-            response = await self.instances[name].http.get("/health/triggers", timeout=5)
-            body = response.json()
-            return {"status": response.status_code,
-                    "problems": {t["name"]: t.get("problems", []) for t in body.get("triggers", []) if t.get("problems")}}
-        except (httpx.HTTPError, ValueError) as error:
-            return {"error": type(error).__name__}
+        health = await self.instances[name].trigger_health()
+        health.pop("lag", None)
+        return health
 
     # --- phases ----------------------------------------------------------------------------
 

@@ -1,0 +1,194 @@
+"""Pieces the failover scripts share: running scripts/ha/cluster.py, `psync serve` instances on
+the cluster, RChat accounts and uploads over HTTP, polling with a deadline, and reading a
+server's log. Imported by probe_failover.py and trial.py (run with .build-ha-venv/bin/python,
+which has httpx and websockets: scripts/install-ha-tools.sh).
+"""
+
+import asyncio
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+
+import httpx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLUSTER = os.path.join(HERE, "cluster.py")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def cluster(*args, check=True):
+    """Runs scripts/ha/cluster.py; returns its JSON output (or None)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, CLUSTER, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await process.communicate()
+    if check and process.returncode != 0:
+        raise RuntimeError(f"cluster.py {' '.join(args)} failed: {err.decode()[-2000:]}")
+    text = out.decode().strip()
+    return json.loads(text) if text else None
+
+
+async def eventually(what, predicate, timeout, interval=0.2):
+    """Awaits predicate() until it returns a truthy value (returned); TimeoutError after timeout s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = await predicate()
+            if value:
+                return value
+        except Exception:  # noqa: BLE001 - polled until the deadline
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} within {timeout} s")
+        await asyncio.sleep(interval)
+
+
+# ---------------------------------------------------------------------------------------------
+# server instances
+
+class Instance:
+    """One `psync serve` process on a free loopback port, logging to DIR/psync-NAME.log."""
+
+    def __init__(self, name, psync, url, log_dir, secret, extra_env=None):
+        self.name = name
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log_path = os.path.join(log_dir, f"psync-{name}.log")
+        self.url = url
+        env = dict(os.environ, DATABASE_URL=url, PSYNC_JWT_SECRET=secret, PSYNC_PORT=str(self.port),
+                   PSYNC_BCRYPT_COST="4", PSYNC_ACCESS_TOKEN_TTL="3600", LOG_LEVEL="info",
+                   PSYNC_METRICS_PUBLIC="true")
+        env.update(extra_env or {})
+        self.log_file = open(self.log_path, "ab")
+        self.process = subprocess.Popen([psync, "serve"], env=env, stdin=subprocess.DEVNULL,
+                                        stdout=self.log_file, stderr=subprocess.STDOUT, start_new_session=True)
+        self.http = httpx.AsyncClient(base_url=self.base, timeout=httpx.Timeout(90.0, connect=3.0))
+        self.log_offset = 0
+        self.exit = None
+
+    def alive(self):
+        return self.process.poll() is None
+
+    async def ready(self, timeout=3.0):
+        response = await self.http.get("/ready", timeout=timeout)
+        return response.status_code
+
+    async def wait_ready(self, timeout=120):
+        async def check():
+            if not self.alive():
+                raise RuntimeError(f"{self.name} exited with {self.process.returncode}")
+            return await self.ready() == 200
+        return await eventually(f"{self.name}'s /ready to answer 200", check, timeout)
+
+    def log_since(self, offset):
+        with open(self.log_path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+
+    def log_size(self):
+        return os.path.getsize(self.log_path)
+
+    async def terminate(self, timeout=30):
+        """SIGTERM; returns (seconds until exit, exit code) or (None, None) if it did not exit."""
+        if not self.alive():
+            return 0.0, self.process.returncode
+        started = time.monotonic()
+        self.process.send_signal(signal.SIGTERM)
+        while time.monotonic() - started < timeout:
+            if self.process.poll() is not None:
+                self.exit = (round(time.monotonic() - started, 2), self.process.returncode)
+                return self.exit
+            await asyncio.sleep(0.05)
+        return None, None
+
+    def kill(self):
+        if self.alive():
+            self.process.kill()
+            self.process.wait()
+        self.log_file.close()
+
+    async def trigger_health(self):
+        """/health/triggers: its status and the problems of each trigger that has some."""
+        try:
+            response = await self.http.get("/health/triggers", timeout=5)
+            body = response.json()
+            return {"status": response.status_code,
+                    "problems": {t["name"]: t.get("problems", []) for t in body.get("triggers", []) if t.get("problems")},
+                    "lag": {t["name"]: t.get("lag") for t in body.get("triggers", [])}}
+        except (httpx.HTTPError, ValueError) as error:
+            return {"error": type(error).__name__}
+
+
+def interesting_log_lines(text, limit=12):
+    """The warning, error and critical lines of a server log, grouped by their message."""
+    counts = {}
+    for line in text.splitlines():
+        if not re.search(r"\b(warning|error|critical)\b", line):
+            continue
+        # swift-log's default handler: `<time> <level> <label> : [metadata] message`
+        key = re.sub(r"^\S+\s+", "", line)  # drop the timestamp
+        key = re.sub(r"\d+(\.\d+)?", "N", key)[:220]
+        counts[key] = counts.get(key, 0) + 1
+    return [f"{n}× {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])][:limit]
+
+
+# ---------------------------------------------------------------------------------------------
+# RChat over HTTP
+
+async def register(instance, email):
+    response = await instance.http.post("/v1/auth/register", json={"email": email, "password": "correct horse battery"})
+    if response.status_code != 201:
+        raise RuntimeError(f"register {email}: {response.status_code} {response.text}")
+    return response.json()
+
+
+def partition_path(partition, suffix):
+    return f"/v1/partitions/{urllib.parse.quote(partition, safe='')}/{suffix}"
+
+
+def answer_code(response):
+    """`ack` for a 200, else the error or rejection code the body names (or its first characters)."""
+    if response.status_code == 200:
+        return "ack"
+    try:
+        body = response.json()
+        return body.get("error", {}).get("code") or body.get("code") or response.text[:80]
+    except ValueError:
+        return response.text[:80]
+
+
+async def post_upload(instance, token, partition, payload, timeout=90.0):
+    """One HTTP upload; returns (status or None, code, seconds, body or None). `status` None
+    means no answer: the client's timeout or a transport failure (named in `code`)."""
+    started = time.monotonic()
+    try:
+        response = await instance.http.post(partition_path(partition, "uploads"), json=payload,
+                                            headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
+    except httpx.TimeoutException:
+        return None, "no answer (client timeout)", round(time.monotonic() - started, 2), None
+    except httpx.HTTPError as error:
+        return None, f"transport: {type(error).__name__}", round(time.monotonic() - started, 2), None
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    return response.status_code, answer_code(response), round(time.monotonic() - started, 2), body
+
+
+async def pull(instance, token, partition, cursor=None):
+    """One page of GET /v1/partitions/P/changes (raises for a non-200 answer)."""
+    params = {"cursor": cursor} if cursor else {}
+    response = await instance.http.get(partition_path(partition, "changes"), params=params,
+                                       headers={"Authorization": f"Bearer {token}"})
+    response.raise_for_status()
+    return response.json()
