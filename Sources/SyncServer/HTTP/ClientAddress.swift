@@ -116,6 +116,6 @@ extension Substring {
     fileprivate func trimmingWhitespace() -> Substring {
         let start = firstIndex { $0 != " " && $0 != "\t" } ?? endIndex
         let end = lastIndex { $0 != " " && $0 != "\t" }.map(index(after:)) ?? start
-        return self[start..<max(start, end)]
+        return self[start..<Swift.max(start, end)]
     }
 }

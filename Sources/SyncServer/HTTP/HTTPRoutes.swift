@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+import HTTPTypes
 import Hummingbird
 import PartitionSync
 import SyncProtocol
