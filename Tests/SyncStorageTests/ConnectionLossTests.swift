@@ -13,6 +13,34 @@ import Testing
 struct ConnectionLossTests {
     static let rounds = 100
 
+    @Test("a write that reaches a standby (25006, as after a failover) counts as the database unavailable, and its connection is closed: the next write gets a new one")
+    func standbyConnectionReplaced() async throws {
+        try await TestDatabase.with { db in
+            try await TestPostgres.withClient(db.url, logger: db.logger, maximumConnections: 1) { client in
+                let store = ObjectStore(client: client, logger: db.logger)
+                let room = partition("room=a")
+                func backend() async throws -> Int32 {
+                    var pid: Int32 = 0
+                    for try await value in try await client.query("SELECT pg_backend_pid()", logger: db.logger).decode(Int32.self) { pid = value }
+                    return pid
+                }
+                // The pool's one connection now behaves as one to a standby does for writes.
+                try await client.query("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", logger: db.logger)
+                let standby = try await backend()
+                do {
+                    try await store.upload(Upload(partition: room, operations: [.put(key("Doc", "d"), body: [:])], principal: "p", requestId: "r1"))
+                    Issue.record("a write on a read-only connection succeeded")
+                } catch {
+                    #expect(isDatabaseUnavailable(error), "\(error)")
+                }
+                // Sent again, the upload reaches a new connection, which takes writes.
+                let again = try await store.upload(Upload(partition: room, operations: [.put(key("Doc", "d"), body: [:])], principal: "p", requestId: "r1"))
+                #expect(!again.isReplay && again.changes.count == 1)
+                #expect(try await backend() != standby)
+            }
+        }
+    }
+
     @Test("round after round, a commit whose backend is ended fails, and the next statement on the pool is answered")
     func nextStatementAnswered() async throws {
         try await TestDatabase.with { db in

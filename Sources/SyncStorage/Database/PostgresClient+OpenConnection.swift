@@ -81,8 +81,10 @@ extension PostgresConnection {
 }
 
 /// Whether `error` means the connection it came from can no longer be used: the connection
-/// failed or closed, or the server ended the session (an error of severity `FATAL` or `PANIC`,
-/// such as 57P01 when the server shuts down or the backend is terminated).
+/// failed or closed, the server ended the session (an error of severity `FATAL` or `PANIC`,
+/// such as 57P01 when the server shuts down or the backend is terminated), or it reached a
+/// standby (25006): a failover moved the primary, and only a new connection through the
+/// proxy reaches the new one, so this one is closed rather than handed out again.
 package func endsConnection(_ error: any Error) -> Bool {
     guard let error = error as? PSQLError else { return false }
     switch error.code {
@@ -90,7 +92,7 @@ package func endsConnection(_ error: any Error) -> Bool {
         return true
     case .server:
         let severity = error.serverInfo?[.severity]
-        return severity == "FATAL" || severity == "PANIC"
+        return severity == "FATAL" || severity == "PANIC" || error.serverInfo?[.sqlState] == PSQLError.readOnly
     default:
         return false
     }
