@@ -172,6 +172,7 @@ package final class SyncServer: Service, Sendable {
         // This instance's own commits reach its subscribers at once, from memory; the
         // listener brings the other instances' commits.
         store.observeCommits { commit in hub.committedLocally(commit) }
+        store.screenReleasedChanges(hub.changeScreen)
         let triggers = TriggerService(
             store: store, triggers: application.triggers, configuration: configuration.triggers, instance: instance,
             metricsFactory: metrics.factory, logger: logger)

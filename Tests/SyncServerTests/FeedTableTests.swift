@@ -11,6 +11,7 @@ final class StubSubscriber: FeedSubscriber {
     func deliver(partition: Partition, generation: Int, end: CursorPosition, bytes: ByteBuffer, objectCount: Int) -> Bool { true }
     func resync(partition: Partition, generation: Int) {}
     func permissionInputChanged(_ input: PermissionInput, changes: [ObjectChange]?) {}
+    func permissionDecisions(dependingOn input: PermissionInput, canChangeWith changes: [ObjectChange]) -> Bool { true }
 }
 
 /// The hub's live feeds as a value: reads, local commits, joins, deliveries, without a
@@ -267,6 +268,23 @@ struct InputWatchTableTests {
         #expect(result25.count == 1)
         let result26 = fresh.committed(partition("user=u2"), version: 9, polled: false)
         #expect(result26.isEmpty, "not watched")
+    }
+
+    @Test("a commit screened at a generation: the watchers since then are late (the screen did not ask about them), the others not; an old version reaches none")
+    func screenedGeneration() {
+        var table = Table()
+        let (ann, bob) = (Session(), Session())
+        _ = table.watch([.partition(membership)], versionsRead: [:], for: ann)
+        let screened = table.generation
+        _ = table.watch([.partition(membership)], versionsRead: [:], for: bob)
+        #expect(table.generation > screened)
+        let result = table.committed(membership, version: 3, screenedAt: screened)
+        #expect(result.count == 2)
+        #expect(result.first { $0.subscriber === ann }?.late == false)
+        #expect(result.first { $0.subscriber === bob }?.late == true)
+        #expect(table.watchers(of: membership).count == 2)
+        let again = table.committed(membership, version: 3, screenedAt: screened)
+        #expect(again.isEmpty, "seen already")
     }
 
     @Test("a decision that read an input before watching it learns at once of a newer version already seen")

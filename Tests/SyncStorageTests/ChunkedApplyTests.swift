@@ -116,6 +116,30 @@ struct ChunkedApplyTests {
         }
     }
 
+    @Test("the changes the store's screen keeps reach the commit beside the partitions let go of, with the generation the screen had")
+    func screenKeeps() async throws {
+        try await Self.withMembers { db, store in
+            let commits = Mutex<[Commit]>([])
+            store.observeCommits { commit in commits.withLock { $0.append(commit) } }
+            let asked = Mutex(0)
+            store.screenReleasedChanges(ChangeScreen(generation: { 41 }, keeps: { partition, change in
+                asked.withLock { $0 += 1 }
+                return change.key.id == "m03"
+            }))
+            try await store.withWriteTransaction(author: "tester") { transaction in
+                transaction.defersWrites = true
+                try await transaction.apply(Self.increments(by: 1))
+            }
+            #expect(asked.withLock { $0 } == Self.members.count)
+            let last = try #require(commits.withLock { $0.last })
+            #expect(last.screenedAt == 41)
+            let kept = last.partitions.flatMap(\.kept)
+            #expect(kept.map(\.key) == [Self.member("m03").key])
+            #expect(kept.first?.before.body?["count"] == 0 && kept.first?.after.body?["count"] == 1)
+            #expect(last.partitions.first { $0.partition == Self.member("m03").partition }?.kept.count == 1)
+        }
+    }
+
     @Test("a refusal in a later chunk leaves none of the earlier chunks written, and the transaction goes on")
     func refusalLeavesNothing() async throws {
         try await Self.withMembers { db, store in

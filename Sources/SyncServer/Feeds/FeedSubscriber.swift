@@ -54,4 +54,8 @@ protocol FeedSubscriber: AnyObject, Sendable {
     /// was committed to, an absent object was created): with the commit's changes of it when
     /// this instance made the commit, `nil` when they are not known.
     func permissionInputChanged(_ input: PermissionInput, changes: [ObjectChange]?)
+    /// Whether `changes` of `input` can change one of this session's permission decisions
+    /// that depend on it (asked inside a writing transaction that lets go of its changes:
+    /// quick, and without blocking).
+    func permissionDecisions(dependingOn input: PermissionInput, canChangeWith changes: [ObjectChange]) -> Bool
 }

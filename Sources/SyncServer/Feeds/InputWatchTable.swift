@@ -11,7 +11,13 @@ struct InputWatchTable {
 
     struct Watcher {
         weak var subscriber: Subscriber?
+        /// ``generation`` when it began watching.
+        var since = 0
     }
+
+    /// Grows with every watch begun: a transaction that screened its changes at one
+    /// generation (``ChangeScreen``) did not ask about watches begun after it.
+    private(set) var generation = 0
 
     private(set) var partitions: [Partition: [ObjectIdentifier: Watcher]] = [:]
     /// The newest version seen of each watched partition: a decision is checked again once per
@@ -30,6 +36,19 @@ struct InputWatchTable {
         versions[partition] = max(version, known ?? version)
         guard known.map({ version > $0 }) ?? !polled else { return [] }
         return entries.values.compactMap(\.subscriber)
+    }
+
+    /// As ``committed(_:version:polled:)`` for a commit of this process that screened the
+    /// changes it let go of at `generation`: each subscriber with whether it began watching
+    /// after that (the screen did not ask about it).
+    mutating func committed(_ partition: Partition, version: Int64, screenedAt generation: Int) -> [(subscriber: Subscriber, late: Bool)] {
+        guard let entries = partitions[partition], !committed(partition, version: version, polled: false).isEmpty else { return [] }
+        return entries.values.compactMap { watcher in watcher.subscriber.map { ($0, watcher.since > generation) } }
+    }
+
+    /// The subscribers watching a partition now.
+    func watchers(of partition: Partition) -> [Subscriber] {
+        partitions[partition]?.values.compactMap(\.subscriber) ?? []
     }
 
     /// The changes that create an object a decision found absent, each with the subscribers
@@ -60,10 +79,11 @@ struct InputWatchTable {
     mutating func watch(_ inputs: [PermissionInput], versionsRead: [Partition: Int64], for subscriber: Subscriber) -> [PermissionInput] {
         var changed: [PermissionInput] = []
         let id = ObjectIdentifier(subscriber)
+        generation += 1
         for input in inputs {
             switch input {
             case .partition(let partition):
-                partitions[partition, default: [:]][id] = Watcher(subscriber: subscriber)
+                partitions[partition, default: [:]][id] = Watcher(subscriber: subscriber, since: generation)
                 guard let read = versionsRead[partition] else { continue }
                 if let known = versions[partition] {
                     if known > read { changed.append(input) }
@@ -71,7 +91,7 @@ struct InputWatchTable {
                     versions[partition] = read
                 }
             case .absentObject(let key):
-                absentObjects[key, default: [:]][id] = Watcher(subscriber: subscriber)
+                absentObjects[key, default: [:]][id] = Watcher(subscriber: subscriber, since: generation)
             }
         }
         return changed

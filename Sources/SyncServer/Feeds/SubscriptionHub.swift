@@ -64,6 +64,21 @@ package final class SubscriptionHub: Service, Sendable {
         }
     }
 
+    /// What a transaction that lets go of its changes keeps for this hub
+    /// (``ObjectStore/screenReleasedChanges(_:)``): a change that creates an object a decision
+    /// found absent, or that can change a decision depending on its partition.
+    var changeScreen: ChangeScreen {
+        ChangeScreen(
+            generation: { [weak self] in self?.state.withLock { $0.inputs.generation } ?? 0 },
+            keeps: { [weak self] partition, change in
+                guard let self else { return true }
+                let (watchers, createsAbsent) = self.state.withLock { state in
+                    (state.inputs.watchers(of: partition), change.after.body != nil && !state.inputs.watchers(ofAbsent: change.key).isEmpty)
+                }
+                return createsAbsent || watchers.contains { $0.permissionDecisions(dependingOn: .partition(partition), canChangeWith: [change]) }
+            })
+    }
+
     // MARK: Input from the change listener
 
     /// A commit announced a new version of a partition, or the poll found one.
@@ -85,9 +100,23 @@ package final class SubscriptionHub: Service, Sendable {
         }
         for changes in commit.partitions {
             let (partition, version) = (changes.partition, changes.version)
-            // The transaction let go of these changes (it wrote many large objects): read them.
+            // The transaction let go of these changes (it wrote many large objects): the feeds
+            // read them, and the decisions that depend on the partition see what the screen
+            // kept (all of it for one that began depending on it after the screen asked).
             guard let changes = changes.changes else {
-                committed(partition, version: version)
+                let kept = changes.kept
+                let (read, watchers, created) = state.withLock { state in
+                    (
+                        state.feeds.committed(partition, version: version),
+                        state.inputs.committed(partition, version: version, screenedAt: commit.screenedAt ?? 0),
+                        state.inputs.created(by: kept)
+                    )
+                }
+                if read { eventSink.yield(.fetch(partition)) }
+                for (watcher, late) in watchers { watcher.permissionInputChanged(.partition(partition), changes: late ? nil : kept) }
+                for (change, watchers) in created {
+                    for watcher in watchers { watcher.permissionInputChanged(.absentObject(change.key), changes: [change]) }
+                }
                 continue
             }
             let (action, watchers, created) = state.withLock { state in

@@ -255,16 +255,19 @@ final class SyncSession: FeedSubscriber, Sendable {
         if state.withLock({ $0.subscriptions.catchUpAgain(partition, generation: generation) }) { requestWork() }
     }
 
-    func permissionInputChanged(_ input: PermissionInput, changes: [ObjectChange]?) {
-        if let changes, let principal {
-            // Known changes: only a decision they can change is checked again.
-            let dependents = state.withLock { state in
-                state.subscriptions.reading(dependingOn: input)
-                    + state.writeDecisions.filter { $0.value.inputs.contains(input) }.map(\.key)
-            }
-            let permissions = services.permissions
-            guard dependents.contains(where: { permissions.decisions(of: principal, on: $0, canChangeWith: changes) }) else { return }
+    func permissionDecisions(dependingOn input: PermissionInput, canChangeWith changes: [ObjectChange]) -> Bool {
+        guard let principal else { return true }
+        let dependents = state.withLock { state in
+            state.subscriptions.reading(dependingOn: input)
+                + state.writeDecisions.filter { $0.value.inputs.contains(input) }.map(\.key)
         }
+        let permissions = services.permissions
+        return dependents.contains { permissions.decisions(of: principal, on: $0, canChangeWith: changes) }
+    }
+
+    func permissionInputChanged(_ input: PermissionInput, changes: [ObjectChange]?) {
+        // Known changes: only a decision they can change is checked again.
+        if let changes, !permissionDecisions(dependingOn: input, canChangeWith: changes) { return }
         let released = state.withLock { state in
             state.recheck.insert(input)
             state.inputChanges += 1

@@ -26,6 +26,7 @@ package final class ObjectStore: Sendable {
     private let label = Locked<ChangeEvent.Operation?>(nil)
     private let announcing = Locked(true)
     private let observers = Locked<[@Sendable (Commit) -> Void]>([])
+    private let screen = Locked<ChangeScreen?>(nil)
     /// The names of the declared element indexes (``ObjectIndex/arrayElements(collection:path:field:)``),
     /// set by ``createIndexes(_:)``: their searches read `psync_element_entries`.
     private let elementIndexes = Locked<Set<String>>([])
@@ -70,6 +71,16 @@ package final class ObjectStore: Sendable {
     package func observeCommits(_ observer: @escaping @Sendable (Commit) -> Void) {
         observers.withLock { $0.append(observer) }
     }
+
+    /// Which of the changes a transaction lets go of (``WriteTransaction/apply(_:)`` in chunks)
+    /// its commit still carries for the observers (``Commit/PartitionChanges/kept``): those
+    /// `screen` accepts. Without a screen, none.
+    package func screenReleasedChanges(_ screen: ChangeScreen) {
+        self.screen.withLock { $0 = screen }
+    }
+
+    /// The screen of released changes, if any.
+    var releasedChangeScreen: ChangeScreen? { screen.withLock { $0 } }
 
     package var limits: Limits { configuration.limits }
 

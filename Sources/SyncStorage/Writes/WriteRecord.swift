@@ -63,6 +63,10 @@ struct WriteRecord {
     var released: [Partition: Int64] = [:]
     /// How many changes were let go.
     var releasedCount = 0
+    /// The changes let go of that the store's screen kept for the commit (``ChangeScreen``).
+    var kept: [Partition: [ObjectChange]] = [:]
+    /// The screen's generation when this transaction first let go of changes.
+    var screenedAt: Int?
     /// Events already screened by the store's ``EventInterest`` (when their changes were let
     /// go): the wanted ones, their bodies held as JSON text only, to record at commit before
     /// ``events``.
@@ -81,7 +85,8 @@ struct WriteRecord {
         Set(changes.map(\.partition)).union(released.keys)
     }
 
-    /// Lets go of what the record holds of the written objects `keys`, so a transaction that
+    /// Lets go of what the record holds of the written objects `keys` (but the changes `screen`
+    /// keeps, for the commit's observers), so a transaction that
     /// writes many large objects holds only those of the chunk it is working on
     /// (``WriteTransaction/apply(_:)``): their changes (the commit names their partitions
     /// without them), what is known of them (a later read reads them again, and sees them as
@@ -89,16 +94,18 @@ struct WriteRecord {
     /// again). The events so far are screened by `interest` now: the unwanted ones are
     /// dropped, the wanted ones keep their bodies as JSON text. `keys` must have no staged
     /// change.
-    mutating func release(_ keys: Set<ObjectKey>, screening interest: EventInterest) {
+    mutating func release(_ keys: Set<ObjectKey>, screening interest: EventInterest, keeping screen: ChangeScreen?) {
         guard !keys.isEmpty else { return }
         for event in events where interest.recordsAll || interest.wants(event.event) {
             screenedEvents.append(event.encoded())
         }
         events = []
+        if screenedAt == nil { screenedAt = screen?.generation() ?? 0 }
         changes.removeAll { entry in
             guard keys.contains(entry.change.key) else { return false }
             released[entry.partition] = entry.version
             releasedCount += 1
+            if let screen, screen.keeps(entry.partition, entry.change) { kept[entry.partition, default: []].append(entry.change) }
             return true
         }
         for key in keys {
@@ -188,10 +195,13 @@ struct WriteRecord {
         for (partition, _, change) in changes { byPartition[partition, default: [:]][change.key] = change }
         return Commit(
             partitions: changedPartitions.sorted().map { partition in
-                Commit.PartitionChanges(
-                    partition: partition, version: versions[partition]!,
-                    changes: released[partition] != nil ? nil : byPartition[partition]!.values.sorted { $0.key < $1.key })
+                let changes = byPartition[partition].map { $0.values.sorted { $0.key < $1.key } }
+                guard released[partition] != nil else {
+                    return Commit.PartitionChanges(partition: partition, version: versions[partition]!, changes: changes ?? [])
+                }
+                return Commit.PartitionChanges(
+                    partition: partition, version: versions[partition]!, changes: nil, kept: (kept[partition] ?? []) + (changes ?? []))
             },
-            recordedEvents: recordedEvents)
+            recordedEvents: recordedEvents, screenedAt: screenedAt)
     }
 }

@@ -191,7 +191,7 @@ package final class WriteTransaction {
                 for index in chunk { changed += try await stage(operations[partitions[index]]!, in: partitions[index]).count }
                 let before = bodyBytesWritten
                 try await writeStaged()
-                record.release(Set(chunkKeys), screening: store.eventInterest)
+                record.release(Set(chunkKeys), screening: store.eventInterest, keeping: store.releasedChangeScreen)
                 chunker.wrote(objects: chunkKeys.count, bytes: bodyBytesWritten - before)
                 chunk = chunker.next(from: chunk.upperBound, objects: keys.map(\.count))
             }
