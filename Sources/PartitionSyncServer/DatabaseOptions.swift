@@ -24,7 +24,7 @@ struct DatabaseOptions: ParsableArguments {
     @Option(name: .customLong("db-keepalive"), help: "Seconds between checks of an idle pooled connection, 0 for none (env PSYNC_DB_KEEPALIVE).")
     var keepAliveSeconds: Int = ProcessInfo.processInfo.environment["PSYNC_DB_KEEPALIVE"].flatMap(Int.init) ?? 10
 
-    @Option(name: .customLong("db-statement-bytes"), help: "Bytes of objects and events one write statement carries, and of bodies a trigger's many-partition apply holds at a time; a connection that carried four times this is closed after its transaction (env PSYNC_DB_STATEMENT_BYTES).")
+    @Option(name: .customLong("db-statement-bytes"), help: "Bytes of objects and events one write statement carries (a trigger's many-partition apply holds four times this of bodies at a time); a connection that carried four times this is closed after its transaction (env PSYNC_DB_STATEMENT_BYTES).")
     var statementBytes: Int = ProcessInfo.processInfo.environment["PSYNC_DB_STATEMENT_BYTES"].flatMap(Int.init) ?? 1 << 20
 
     /// The database URL, starting the embedded PostgreSQL first when no URL is configured.

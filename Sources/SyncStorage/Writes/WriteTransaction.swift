@@ -138,6 +138,17 @@ package final class WriteTransaction {
     }
 
     private func read(_ keys: [ObjectKey]) async throws -> [ObjectKey: (partition: String, state: DocumentState)] {
+        let result = try await Self.fetch(keys, on: connection, logger: logger)
+        for key in keys { record.known[key] = result[key] }
+        return result
+    }
+
+    /// The stored state and partition of each key, read from the database (keys never stored
+    /// are left out): what ``read(_:)`` reads, without touching the record, so that
+    /// ``apply(_:)`` can read its next chunk while it works on this one.
+    private static func fetch(
+        _ keys: [ObjectKey], on connection: PostgresConnection, logger: Logger
+    ) async throws -> [ObjectKey: (partition: String, state: DocumentState)] {
         guard !keys.isEmpty else { return [:] }
         let rows = try await connection.query(
             """
@@ -151,15 +162,15 @@ package final class WriteTransaction {
             let state: DocumentState = body?.value.objectValue.map(DocumentState.live) ?? .deleted
             result[ObjectKey(uncheckedCollection: collection, id: id)] = (partition, state)
         }
-        for key in keys { record.known[key] = result[key] }
         return result
     }
 
     /// Applies operations to several partitions, in bounded memory however many partitions and
     /// objects, and returns how many objects changed. Every partition is locked first, in one
     /// statement (in sorted order). The objects are then read, changed and written in chunks
-    /// of whole partitions, each chunk about ``StorageConfiguration/statementBytes`` of bodies
-    /// (one read and one write a chunk; ``ApplyChunker``), and the transaction lets go of each
+    /// of whole partitions, each chunk about four ``StorageConfiguration/statementBytes`` of
+    /// bodies (one read and a few statements of writes a chunk; ``ApplyChunker``), the next
+    /// chunk read while this one is changed and written, and the transaction lets go of each
     /// chunk once written: a trigger raising a counter in the records of a thousand members
     /// holds a few of them at a time, not all. What fits in one chunk is staged as any other
     /// change (written before the commit in a deferring ``mode``).
@@ -169,7 +180,7 @@ package final class WriteTransaction {
         guard !partitions.isEmpty else { return 0 }
         for list in operations.values { try store.limits.check(operationCount: list.count) }
         let keys = partitions.map { OperationApplier.keys(of: operations[$0]!) }
-        var chunker = ApplyChunker(budget: store.configuration.statementBytes)
+        var chunker = ApplyChunker(budget: 4 * store.configuration.statementBytes)
         var chunk = chunker.next(from: 0, objects: keys.map(\.count))
         if chunk.count == partitions.count {
             // One chunk: every touched object in one read, after the locks.
@@ -184,18 +195,36 @@ package final class WriteTransaction {
         // (staged changes of other objects are written when it starts, so each chunk's write
         // holds only its own).
         return try await withSavepoint {
-            var changed = 0
-            while !chunk.isEmpty {
-                let chunkKeys = keys[chunk].flatMap { $0 }
-                _ = try await load(chunkKeys)
-                for index in chunk { changed += try await stage(operations[partitions[index]]!, in: partitions[index]).count }
-                let before = bodyBytesWritten
-                try await writeStaged()
-                record.release(Set(chunkKeys), screening: store.eventInterest, keeping: store.releasedChangeScreen)
-                chunker.wrote(objects: chunkKeys.count, bytes: bodyBytesWritten - before)
-                chunk = chunker.next(from: chunk.upperBound, objects: keys.map(\.count))
+            // The next chunk is read (and parsed, on another task) while this one is changed
+            // and written: the connection runs the statements in the order they were sent.
+            let (connection, logger) = (connection, logger)
+            func reading(_ chunk: Range<Int>) -> Task<[ObjectKey: (partition: String, state: DocumentState)], any Error>? {
+                guard !chunk.isEmpty else { return nil }
+                let chunkKeys = Array(Set(keys[chunk].flatMap { $0 }))
+                return Task { try await Self.fetch(chunkKeys, on: connection, logger: logger) }
             }
-            return changed
+            var pending = reading(chunk)
+            do {
+                var changed = 0
+                while !chunk.isEmpty {
+                    let chunkKeys = keys[chunk].flatMap { $0 }
+                    let found = try await pending!.value
+                    for key in chunkKeys { record.known[key] = found[key] }
+                    let next = chunker.next(from: chunk.upperBound, objects: keys.map(\.count))
+                    pending = reading(next)
+                    for index in chunk { changed += try await stage(operations[partitions[index]]!, in: partitions[index]).count }
+                    let before = bodyBytesWritten
+                    try await writeStaged()
+                    record.release(Set(chunkKeys), screening: store.eventInterest, keeping: store.releasedChangeScreen)
+                    chunker.wrote(objects: chunkKeys.count, bytes: bodyBytesWritten - before)
+                    chunk = next
+                }
+                return changed
+            } catch {
+                // A read sent ahead finishes before the connection goes on (or back to the pool).
+                _ = try? await pending?.value
+                throw error
+            }
         }
     }
 
