@@ -6,10 +6,10 @@ struct ApplyChunkerTests {
     @Test("the first chunk takes the initial number of objects, in whole partitions")
     func firstChunk() {
         let chunker = ApplyChunker(budget: 1_000)
-        let objects = Array(repeating: 1, count: 40)
+        let objects = Array(repeating: 1, count: 400)
         #expect(chunker.next(from: 0, objects: objects) == 0..<ApplyChunker.initialObjects)
-        // Partitions of 5 objects: as many whole ones as fit 16.
-        #expect(chunker.next(from: 0, objects: Array(repeating: 5, count: 10)) == 0..<3)
+        // Partitions of 5 objects: as many whole ones as fit the initial number.
+        #expect(chunker.next(from: 0, objects: Array(repeating: 5, count: 100)) == 0..<(ApplyChunker.initialObjects / 5))
     }
 
     @Test("later chunks take as many objects as the bodies written so far say fit the budget")

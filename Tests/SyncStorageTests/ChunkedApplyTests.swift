@@ -12,13 +12,14 @@ import Testing
 /// ~80 kB each held all of them at once, parsed, before and after (1.1–1.6 GB for one message).
 @Suite("Chunked apply", .timeLimit(.minutes(30)))
 struct ChunkedApplyTests {
-    /// 40 members, each a record of ~300 bytes in a partition of its own.
-    static let members = (0..<40).map { String(format: "m%02d", $0) }
+    /// More members than the first chunk takes, each a record of ~300 bytes in a partition of
+    /// its own.
+    static let members = (0..<(ApplyChunker.initialObjects + 40)).map { String(format: "m%03d", $0) }
     static func member(_ id: String) -> (partition: Partition, key: ObjectKey) {
         (partition("user=\(id)"), key("Member", id))
     }
 
-    /// A store whose statements (and so chunks) are 1 KiB: three records a chunk. Every
+    /// A store whose statements are 1 KiB (its chunks after the first: 4 KiB, a dozen records). Every
     /// member's record holds `count` 0 and some padding.
     static func withMembers(_ body: @escaping @Sendable (TestDatabase, ObjectStore) async throws -> Void) async throws {
         try await TestDatabase.with { db in
@@ -124,7 +125,7 @@ struct ChunkedApplyTests {
             let asked = Mutex(0)
             store.screenReleasedChanges(ChangeScreen(generation: { 41 }, keeps: { partition, change in
                 asked.withLock { $0 += 1 }
-                return change.key.id == "m03"
+                return change.key.id == "m003"
             }))
             try await store.withWriteTransaction(author: "tester") { transaction in
                 transaction.defersWrites = true
@@ -134,9 +135,9 @@ struct ChunkedApplyTests {
             let last = try #require(commits.withLock { $0.last })
             #expect(last.screenedAt == 41)
             let kept = last.partitions.flatMap(\.kept)
-            #expect(kept.map(\.key) == [Self.member("m03").key])
+            #expect(kept.map(\.key) == [Self.member("m003").key])
             #expect(kept.first?.before.body?["count"] == 0 && kept.first?.after.body?["count"] == 1)
-            #expect(last.partitions.first { $0.partition == Self.member("m03").partition }?.kept.count == 1)
+            #expect(last.partitions.first { $0.partition == Self.member("m003").partition }?.kept.count == 1)
         }
     }
 
@@ -151,7 +152,7 @@ struct ChunkedApplyTests {
                 transaction.defersWrites = true
                 await #expect(throws: SyncError.self) { try await transaction.apply(operations) }
                 #expect(transaction.changeCount == 0)
-                try await transaction.apply([.increment(Self.member("m00").key, path: path("count"), by: 7)], in: Self.member("m00").partition)
+                try await transaction.apply([.increment(Self.member("m000").key, path: path("count"), by: 7)], in: Self.member("m000").partition)
             }
             var expected = Array(repeating: Int64(0), count: Self.members.count)
             expected[0] = 7
