@@ -14,7 +14,7 @@ import Testing
 struct ChunkedApplyTests {
     /// More members than the first chunk takes, each a record of ~300 bytes in a partition of
     /// its own.
-    static let members = (0..<(ApplyChunker.initialObjects + 40)).map { String(format: "m%03d", $0) }
+    static let members = (0..<(ApplyChunker.singleChunkObjects + 40)).map { String(format: "m%03d", $0) }
     static func member(_ id: String) -> (partition: Partition, key: ObjectKey) {
         (partition("user=\(id)"), key("Member", id))
     }

@@ -4,12 +4,15 @@
 /// the bodies written so far say fit the budget (records of a thousand members at ~80 kB: a
 /// dozen a chunk at 1 MiB). Pure logic: the transaction tells it what each chunk wrote.
 ///
-/// The first chunk is large enough that the applies of a trigger run over small records (a
-/// run's unread counts in ten rooms of ten) fit in it and take the one-chunk path: no
-/// savepoint, one read with the locks, the writes deferred to the commit as before.
+/// An apply of at most ``singleChunkObjects`` objects is one chunk (a trigger run over small
+/// records, such as a run's unread counts in ten rooms of ten, takes the one-chunk path: no
+/// savepoint, one read with the locks, the writes deferred to the commit as before); a larger
+/// one starts small, since the next chunk is read before this one's bodies are measured.
 struct ApplyChunker: Sendable, Hashable {
     /// Objects of the first chunk, before any body size is known.
-    static let initialObjects = 128
+    static let initialObjects = 16
+    /// Objects an apply may touch and still be one chunk.
+    static let singleChunkObjects = 128
 
     /// Bytes of bodies a chunk should hold.
     let budget: Int

@@ -182,7 +182,7 @@ package final class WriteTransaction {
         let keys = partitions.map { OperationApplier.keys(of: operations[$0]!) }
         var chunker = ApplyChunker(budget: 4 * store.configuration.statementBytes)
         var chunk = chunker.next(from: 0, objects: keys.map(\.count))
-        if chunk.count == partitions.count {
+        if chunk.count == partitions.count || keys.reduce(0, { $0 + $1.count }) <= ApplyChunker.singleChunkObjects {
             // One chunk: every touched object in one read, after the locks.
             try await lockAndLoad(partitions, keys.flatMap { $0 })
             var changed = 0
