@@ -49,10 +49,15 @@ final class TriggerRunner: Service, Sendable {
             case .acquireLease(let passed):
                 let (ledger, name, holder, duration) = (runtime.ledger, name, runtime.instance, runtime.configuration.leaseDuration)
                 do {
-                    let stored = try await runtime.bounded("renewing the lease of trigger \(name)") {
+                    let lease = try await runtime.bounded("renewing the lease of trigger \(name)") {
                         try await ledger.acquireLease(name, holder: holder, duration: duration, passed: passed)
                     }
-                    action = machine.leaseAnswered(position: stored, now: now)
+                    if machine.holding, lease?.continued == false {
+                        logger.warning(
+                            "the database is on another timeline (a failover): the trigger goes on from its stored position",
+                            metadata: ["stored": "\(lease?.position ?? 0)", "passed": "\(machine.position)"])
+                    }
+                    action = machine.leaseAnswered(position: lease?.position, continued: lease?.continued ?? true, now: now)
                     if !wasHolding, machine.holding { logger.info("trigger lease taken", metadata: ["position": "\(machine.position)"]) }
                 } catch {
                     action = failed(&machine, error)

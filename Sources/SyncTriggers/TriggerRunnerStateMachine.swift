@@ -141,17 +141,31 @@ struct TriggerRunnerStateMachine: Sendable {
     }
 
     /// The lease was taken or renewed (`position`: the stored one) or is held by another
-    /// instance (`nil`).
-    mutating func leaseAnswered(position stored: Int64?, now: Duration) -> Action {
-        guard case .lease(let resume) = pending else { return unexpected() }
+    /// instance (`nil`). `continued`: it was last taken on the database's current timeline;
+    /// `false` after a failover, when what this runner read and passed may be from commits
+    /// the database no longer has (``TriggerLedger/Lease/continued``).
+    mutating func leaseAnswered(position stored: Int64?, continued: Bool = true, now: Duration) -> Action {
+        guard case .lease(var resume) = pending else { return unexpected() }
         guard let stored else {
             // Another instance holds it (or took it while this one was between renewals).
             holding = false
             renewed = nil
             return wait(.waitForWake(timeout: policy.leaseRenewal), then: .cycle)
         }
-        // A renewal may find the stored position further: a commit whose answer was lost.
-        position = holding ? max(position, stored) : stored
+        if holding, continued {
+            // A renewal may find the stored position further: a commit whose answer was lost.
+            position = max(position, stored)
+        } else {
+            // A new lease, or a history that changed under this one: from the stored position,
+            // and a batch read before is dropped (its events may be from a lost tail).
+            if holding {
+                switch resume {
+                case .batch, .retry: resume = .cycle
+                case .register, .cycle, .read: break
+                }
+            }
+            position = stored
+        }
         holding = true
         renewed = now
         return self.resume(resume, now: now)

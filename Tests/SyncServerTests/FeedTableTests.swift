@@ -109,18 +109,58 @@ struct FeedTableTests {
         _ = table.read(room, page: page(room, version: 5, keys: []), end: at(5))
         // The read's page is still in the outbox (nobody drained yet): the next is queued behind it.
         var built = 0
-        let result8 = table.committedLocally(room, version: 6) { built += 1; return page(room, version: 6) }
+        let result8 = table.committedLocally(room, version: 6, timeline: 0) { built += 1; return page(room, version: 6) }
         #expect(result8 == .queued(drain: false))
         #expect(built == 1)
         #expect(table.feeds[room]?.position == at(6))
         // A gap (version 8 after 6): the feed reads instead, and no page is built.
-        let result9 = table.committedLocally(room, version: 8) { built += 1; return page(room, version: 8) }
+        let result9 = table.committedLocally(room, version: 8, timeline: 0) { built += 1; return page(room, version: 8) }
         #expect(result9 == .read)
         #expect(built == 1)
         // A partition without a feed: nothing, and no page built either.
-        let result10 = table.committedLocally(other, version: 1) { built += 1; return page(other, version: 1) }
+        let result10 = table.committedLocally(other, version: 1, timeline: 0) { built += 1; return page(other, version: 1) }
         #expect(result10 == .none)
         #expect(built == 1)
+    }
+
+    @Test("after a failover, a local commit on another timeline makes the feed read, whatever its version: its position may be from a lost tail")
+    func localCommitOnAnotherTimeline() {
+        var table = Table()
+        _ = table.join(Member(), partition: room, generation: 1, from: position(5, timeline: 1))
+        _ = table.readBegins(room)
+        _ = table.read(room, page: page(room, version: 5, keys: []), end: position(5, timeline: 1))
+        // The new primary (timeline 2) lost version 5 and numbers its own commits 5, 6, ...: a
+        // commit at 6 right after the feed's version is still not the next commit of its history.
+        var built = 0
+        let result = table.committedLocally(room, version: 6, timeline: 2) { built += 1; return page(room, version: 6) }
+        #expect(result == .read)
+        #expect(built == 0)
+        #expect(table.feeds[room]?.position == position(5, timeline: 1), "nothing queued")
+        // On the feed's own timeline, the same commit is queued from memory.
+        var same = Table()
+        _ = same.join(Member(), partition: room, generation: 1, from: position(5, timeline: 2))
+        _ = same.readBegins(room)
+        _ = same.read(room, page: page(room, version: 5, keys: []), end: position(5, timeline: 2))
+        let queued = same.committedLocally(room, version: 6, timeline: 2) { page(room, version: 6) }
+        #expect(queued == .queued(drain: false))
+        #expect(same.feeds[room]?.position == position(6, timeline: 2))
+    }
+
+    @Test("a subscriber at the feed's version or ahead, on another timeline, is told to read again and the feed reads too")
+    func joinOnAnotherTimeline() {
+        var table = Table()
+        let (ann, bob, eve) = (Member(), Member(), Member())
+        _ = table.join(ann, partition: room, generation: 1, from: position(7, timeline: 2))
+        _ = table.readBegins(room)
+        _ = table.read(room, page: page(room, version: 7, keys: []), end: position(7, timeline: 2))
+        let same = table.join(bob, partition: room, generation: 1, from: position(7, timeline: 1))
+        #expect(same.result == .behind && same.read)
+        _ = table.read(room, page: page(room, version: 7, keys: []), end: position(7, timeline: 2))
+        let ahead = table.join(eve, partition: room, generation: 1, from: position(9, timeline: 1))
+        #expect(ahead.result == .behind && ahead.read)
+        #expect(table.counts == (1, 1), "only ann is a member")
+        let fresh = table.join(eve, partition: room, generation: 2, from: position(0))
+        #expect(fresh.result == .behind, "a subscriber at 0 is behind any feed that has read")
     }
 
     @Test("a local commit while the feed reads makes the read go again rather than queue out of order")
@@ -128,7 +168,7 @@ struct FeedTableTests {
         var table = Table()
         _ = table.join(Member(), partition: room, generation: 1, from: at(5))
         _ = table.readBegins(room)
-        let result11 = table.committedLocally(room, version: 6) { page(room, version: 6) }
+        let result11 = table.committedLocally(room, version: 6, timeline: 0) { page(room, version: 6) }
         #expect(result11 == .none)
         #expect(table.feeds[room]?.outbox.isEmpty == true)
         let result12 = table.read(room, page: page(room, version: 5, keys: []), end: at(5))
@@ -144,7 +184,7 @@ struct FeedTableTests {
         _ = table.readBegins(room)
         let outcome = table.read(room, page: page(room, version: 6), end: at(6))
         #expect(outcome.drain && !outcome.readAgain)
-        let result13 = table.committedLocally(room, version: 7) { page(room, version: 7) }
+        let result13 = table.committedLocally(room, version: 7, timeline: 0) { page(room, version: 7) }
         #expect(result13 == .queued(drain: false))
 
         let first = table.nextDelivery(room, feed: nil)

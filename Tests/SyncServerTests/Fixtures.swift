@@ -71,9 +71,10 @@ enum TestRules {
 /// The database every test position belongs to.
 let testEpoch = UUID(uuidString: "00000000-0000-0000-0000-00000000e0c1")!
 
-/// A position at `version` (complete, or up to and including the object `after`) of ``testEpoch``.
-func position(_ version: Int64, after: ObjectKey? = nil) -> CursorPosition {
-    CursorPosition(epoch: testEpoch, version: version, after: after)
+/// A position at `version` (complete, or up to and including the object `after`) of ``testEpoch``,
+/// written on `timeline`.
+func position(_ version: Int64, timeline: Int32 = 0, after: ObjectKey? = nil) -> CursorPosition {
+    CursorPosition(epoch: testEpoch, version: version, timeline: timeline, after: after)
 }
 
 /// A page of `bytes` bytes for a session's outbox, ending at `version`.

@@ -93,7 +93,7 @@ struct UploadPlannerTests {
         }
         #expect(steps.map(\.isApplied) == [true, false, false, true])
         guard case .refused(let operationError) = steps[1], case .refused(let checkError) = steps[2],
-            case .applied(let version, let changes) = steps[3]
+            case .applied(let version, _, let changes) = steps[3]
         else { Issue.record("unexpected steps \(steps)"); return }
         #expect(operationError.code == .notFound)
         #expect(checkError.code == .validationFailed)
@@ -126,7 +126,7 @@ struct UploadPlannerTests {
         ], on: &record)
         let codes = steps.map { step -> String in
             switch step {
-            case .applied(let version, let changes): "v\(version) \(changes.count)"
+            case .applied(let version, _, let changes): "v\(version) \(changes.count)"
             case .refused(let error): error.code.rawValue
             case .repeated: "repeated"
             }

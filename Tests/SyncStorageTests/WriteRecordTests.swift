@@ -22,6 +22,7 @@ struct WriteRecordTests {
         var record = WriteRecord(author: "alice", depth: 0)
         record.versions[room] = 3
         record.clocks[room] = 7
+        record.timeline = 1
         record.wrote([Write(partition: room, version: 3, change: change("a", 1), depth: 0, author: "alice")], labelled: nil)
         record.stage([change("b", 1)], in: room)
         record.searches[WriteTransaction.Search(search: .field("Doc", path: "n", in: ["1"]))] =
@@ -38,6 +39,7 @@ struct WriteRecordTests {
         record.mode = .deferredEncoding
         record.versions[partition("room=b")] = 1
         record.clocks[partition("room=b")] = 9
+        record.timeline = 2
         record.wrote([Write(partition: room, version: 3, change: change("c", 2), depth: 2, author: "bob")], labelled: nil)
         record.stage([change("d", 2)], in: room)
         record.searches[WriteTransaction.Search(search: .field("Doc", path: "n", in: ["2"]))] =

@@ -176,6 +176,26 @@ struct TriggerRunnerStateMachineTests {
         #expect(machine.leaseAnswered(position: 1, now: .seconds(1)) == .read(after: 1))
     }
 
+    @Test("after a failover that lost commits, a renewal on the new timeline goes back to the stored position and drops the batch it was handling")
+    func historyChangedUnderTheLease() {
+        var machine = Self.machine()
+        Self.holding(&machine, at: 0)
+        // Events 1-4 read from the old primary; 1-3 handled together there (and lost with its
+        // tail), and the passes up to 9 kept in memory only.
+        let events = (1...4).map { Self.message(Int64($0)) }
+        #expect(machine.read(events, through: 9, now: .zero) == .runTogether(Array(events[0..<3]), from: 0))
+        #expect(machine.ranTogether(taken: 3, now: .seconds(1)) == .acquireLease(passed: 3))
+        // The new primary stored position 0 and numbers its own events 1, 2, ...: event 4 of the
+        // old history is not handled, and the next read starts at the stored position.
+        #expect(machine.leaseAnswered(position: 0, continued: false, now: .seconds(1)) == .read(after: 0))
+        #expect(machine.position == 0)
+        // On the same timeline, a renewal keeps the larger of the two (a commit whose answer was lost).
+        #expect(machine.read([], through: 6, now: .seconds(1)) == .read(after: 6))
+        #expect(machine.read([], through: 6, now: .seconds(1)) == .waitForWake(timeout: .seconds(1)))
+        #expect(machine.waited(now: .seconds(2)) == .acquireLease(passed: 6))
+        #expect(machine.leaseAnswered(position: 4, continued: true, now: .seconds(2)) == .read(after: 6))
+    }
+
     @Test("a trigger that gathers waits between runs unless behind")
     func gathering() {
         let trigger = Trigger(name: "fold", collections: ["Message"], gathering: .seconds(5)) { _, _ in }

@@ -83,7 +83,8 @@ struct AdminRoutes: Sendable {
             }
             // The head first: changes after it (polled with `changes`) cover whatever the
             // page read below misses or reads newer.
-            let head = CursorPosition(epoch: try await self.store.epoch(), version: try await self.store.headVersion(of: partition))
+            let (version, history) = try await self.store.head(of: partition)
+            let head = CursorPosition(epoch: try await self.store.epoch(), version: version, timeline: history.timeline(of: version))
             let objects = try await AdminQueries(store: self.store).objects(
                 in: partition, collection: try request.textParameter("collection"), after: after, limit: limit)
             let next: JSONValue = objects.count == limit ? objects.last.map { .string("\($0.key.collection)/\($0.key.id)") } ?? .null : .null

@@ -110,14 +110,22 @@ struct FeedTable {
     }
 
     /// A commit of this process, before its notification: a feed exactly at the version
-    /// before takes the commit's page (made by `page` only then) without reading; any other
-    /// feed reads as for a notification.
-    mutating func committedLocally(_ partition: Partition, version: Int64, page: () -> EncodedChangeBatch) -> LocalCommitAction {
+    /// before, on the commit's timeline, takes the commit's page (made by `page` only then)
+    /// without reading; any other feed reads as for a notification. A feed on another timeline
+    /// (the database failed over, PartitionHistory) reads whatever the version: its position
+    /// may be from commits the database no longer has, and only a read can tell.
+    mutating func committedLocally(
+        _ partition: Partition, version: Int64, timeline: Int32, page: () -> EncodedChangeBatch
+    ) -> LocalCommitAction {
         guard var feed = feeds[partition] else { return .none }
+        guard feed.position.timeline == timeline || feed.position.version == 0 else {
+            defer { feeds[partition] = feed }
+            return feed.needsRead() ? .read : .none
+        }
         guard !feed.fetching, FeedPosition(feed.position) == FeedPosition(version: version - 1) else {
             return committed(partition, version: version) ? .read : .none
         }
-        let drain = feed.enqueue(page(), at: CursorPosition(epoch: feed.position.epoch, version: version))
+        let drain = feed.enqueue(page(), at: CursorPosition(epoch: feed.position.epoch, version: version, timeline: timeline))
         feeds[partition] = feed
         return .queued(drain: drain)
     }
@@ -144,6 +152,13 @@ struct FeedTable {
         var feed = feeds[partition] ?? Feed(id: nextFeed, position: start)
         let position = FeedPosition(start)
         if !isNew, position < FeedPosition(feed.position) { return (.behind, false) }
+        if !isNew, start.timeline != feed.position.timeline, start.version != 0, feed.position.version != 0 {
+            // Not behind the feed, but on another timeline: one of the two positions is from
+            // commits the database no longer has (PartitionHistory). The subscriber reads again
+            // from its own, and the feed reads from its own: a read of a lost position resets.
+            defer { feeds[partition] = feed }
+            return (.behind, feed.needsRead())
+        }
         feed.members[ObjectIdentifier(subscriber)] = Member(subscriber: subscriber, generation: generation, position: position)
         // A new feed, or a subscriber ahead of the feed, may have missed notifications before
         // it joined: read once now so nothing committed since is left behind.

@@ -122,13 +122,14 @@ package final class SubscriptionHub: Service, Sendable {
             let (action, watchers, created) = state.withLock { state in
                 let watchers = state.inputs.committed(partition, version: version, polled: false)
                 let created = state.inputs.created(by: changes)
-                let action = state.feeds.committedLocally(partition, version: version) {
+                let action = state.feeds.committedLocally(partition, version: version, timeline: commit.timeline) {
                     EncodedChangeBatch(
                         partition: partition,
                         objects: changes.map { change in
                             EncodedChangeBatch.Object(key: change.key, version: version, compactBody: change.after.body.map { _ in change.encodedBody ?? [] })
                         },
-                        cursor: CursorPosition(epoch: epoch, version: version).cursor, upToDate: true, reset: false, version: version)
+                        cursor: CursorPosition(epoch: epoch, version: version, timeline: commit.timeline).cursor, upToDate: true,
+                        reset: false, version: version)
                 }
                 return (action, watchers, created)
             }

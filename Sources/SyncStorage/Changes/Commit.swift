@@ -27,5 +27,7 @@ package struct Commit: Sendable {
     /// screened changes it let go of; `nil` when it let go of none. A decision that began
     /// depending on a partition later was not asked: it must be checked again whatever ``PartitionChanges/kept`` says.
     package var screenedAt: Int? = nil
-
+    /// The PostgreSQL timeline the commit was written on: the timeline of each of its
+    /// versions (``PartitionHistory``).
+    package var timeline: Int32 = 0
 }

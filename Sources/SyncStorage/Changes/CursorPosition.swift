@@ -10,9 +10,13 @@ import SyncProtocol
 ///   delivered up to and including the object `after` (pages split a commit between them).
 /// - `tombstoneFloor` is set while a snapshot is in progress: tombstones at or below it are
 ///   not sent, because the client never held those objects.
+/// - `timeline` is the PostgreSQL timeline the commit at `version` was written on (0 before
+///   partitions kept theirs, or at version 0): after a failover that lost commits, a cursor
+///   from them is told apart from one of the new primary's history (``PartitionHistory``).
 package struct CursorPosition: Sendable, Hashable {
     package var epoch: UUID
     package var version: Int64
+    package var timeline: Int32
     package var after: ObjectKey?
     package var tombstoneFloor: Int64?
 
@@ -26,6 +30,7 @@ package struct CursorPosition: Sendable, Hashable {
             fields["i"] = .string(after.id)
         }
         if let tombstoneFloor { fields["f"] = .int(tombstoneFloor) }
+        if timeline != 0 { fields["t"] = .int(Int64(timeline)) }
         // base64url without padding, translated byte by byte (a cursor is made for every
         // upload and every delivered commit).
         var text = Array(Self.prefix.utf8)
@@ -74,11 +79,18 @@ package struct CursorPosition: Sendable, Hashable {
         } else {
             tombstoneFloor = nil
         }
+        if let timeline = json["t"] {
+            guard let value = timeline.intValue, let narrow = Int32(exactly: value), narrow > 0 else { return nil }
+            self.timeline = narrow
+        } else {
+            self.timeline = 0
+        }
     }
 
-    package init(epoch: UUID, version: Int64, after: ObjectKey? = nil, tombstoneFloor: Int64? = nil) {
+    package init(epoch: UUID, version: Int64, timeline: Int32 = 0, after: ObjectKey? = nil, tombstoneFloor: Int64? = nil) {
         self.epoch = epoch
         self.version = version
+        self.timeline = timeline
         self.after = after
         self.tombstoneFloor = tombstoneFloor
     }

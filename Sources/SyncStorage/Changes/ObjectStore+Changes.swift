@@ -103,17 +103,23 @@ extension ObjectStore {
         // catch-up from a cursor sends every tombstone after it (floor 0).
         let floor: Int64? = reset && position.tombstoneFloor == nil ? nil : (position.tombstoneFloor ?? 0)
         let found = try await read(position, limit, floor)
-        if !reset, position.version > found.head || Self.needsPruned(position, prunedThrough: found.prunedThrough) {
+        // A cursor ahead of the partition, or from commits this history does not have (a lost
+        // tail, PartitionHistory), or behind pruned tombstones.
+        if !reset,
+            !found.history.contains(version: position.version, timeline: position.timeline, head: found.head)
+                || Self.needsPruned(position, prunedThrough: found.prunedThrough)
+        {
             return Page(objects: found.objects, end: position, upToDate: false, reset: true)
         }
         if found.more, let last = found.last {
             let snapshotFloor = floor ?? found.head
             let next = CursorPosition(
-                epoch: position.epoch, version: last.version, after: last.key,
+                epoch: position.epoch, version: last.version, timeline: found.history.timeline(of: last.version), after: last.key,
                 tombstoneFloor: snapshotFloor > 0 && last.version <= snapshotFloor ? snapshotFloor : nil)
             return Page(objects: found.objects, end: next, upToDate: false, reset: reset)
         }
-        let end = CursorPosition(epoch: position.epoch, version: max(found.head, position.version))
+        let version = max(found.head, position.version)
+        let end = CursorPosition(epoch: position.epoch, version: version, timeline: found.history.timeline(of: version))
         return Page(objects: found.objects, end: end, upToDate: true, reset: reset, version: end.version)
     }
 
@@ -166,13 +172,24 @@ extension ObjectStore {
             var found = PageRead<Int>(objects: 0)
             var last: (version: Int64, collection: ByteBuffer, id: ByteBuffer)?
             var bytes = 0
+            var first = true
             for try await row in rows {
                 var cells = row.makeIterator()
                 guard let head = cells.next(), let pruned = cells.next(), let collection = cells.next(), let id = cells.next(),
                     let version = cells.next(), let body = cells.next()
                 else { throw PostgresDecodingError.Code.missingData }
-                found.head = try head.int64() ?? 0
-                found.prunedThrough = try pruned.int64() ?? 0
+                if first {
+                    // The partition's head, pruning point and timelines are the same on every row.
+                    first = false
+                    found.head = try head.int64() ?? 0
+                    found.prunedThrough = try pruned.int64() ?? 0
+                    guard let timeline = cells.next(), let pastTimelines = cells.next(), let pastEnds = cells.next() else {
+                        throw PostgresDecodingError.Code.missingData
+                    }
+                    found.history = try PartitionHistory(
+                        timeline: timeline.decode(Int32.self), pastTimelines: pastTimelines.decode([Int32]?.self) ?? [],
+                        pastEnds: pastEnds.decode([Int64]?.self) ?? [])
+                }
                 guard let collectionBytes = collection.bytes, let idBytes = id.bytes, let objectVersion = try version.int64() else {
                     continue  // the partition's head alone: no object after the position
                 }
@@ -221,6 +238,7 @@ extension PostgresCell {
 struct PageRead<Objects> {
     var head: Int64 = 0
     var prunedThrough: Int64 = 0
+    var history = PartitionHistory()
     /// More objects follow the page.
     var more = false
     /// The page's last object.
@@ -229,7 +247,7 @@ struct PageRead<Objects> {
 
     /// The same read with other objects.
     func with<Other>(objects: Other) -> PageRead<Other> {
-        PageRead<Other>(head: head, prunedThrough: prunedThrough, more: more, last: last, objects: objects)
+        PageRead<Other>(head: head, prunedThrough: prunedThrough, history: history, more: more, last: last, objects: objects)
     }
 }
 

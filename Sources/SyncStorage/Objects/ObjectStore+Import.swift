@@ -69,7 +69,7 @@ extension ObjectStore {
                 let staged = try await transaction.stage(uploads.map { (upload: $0, validate: Optional(guarded)) })
                 let outcomes: [ImportOutcome] = staged.map { step in
                     switch step {
-                    case .applied(_, let changes): changes.isEmpty ? .unchanged : .imported
+                    case .applied(_, _, let changes): changes.isEmpty ? .unchanged : .imported
                     case .refused(let error): .refused(error)
                     // Only an upload with a request id repeats; an import's have none.
                     case .repeated: .unchanged

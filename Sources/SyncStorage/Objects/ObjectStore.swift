@@ -137,6 +137,19 @@ package final class ObjectStore: Sendable {
         return 0
     }
 
+    /// The newest committed version of a partition (0 when nothing was ever written to it), and
+    /// the timelines its versions were written on.
+    package func head(of partition: Partition) async throws -> (version: Int64, history: PartitionHistory) {
+        let rows = try await client.fetch(
+            """
+            SELECT version, timeline, past_timelines, past_ends FROM psync_partitions WHERE partition = \(partition.description)
+            """, logger: logger)
+        for try await (version, timeline, pastTimelines, pastEnds) in rows.decode((Int64, Int32, [Int32], [Int64]).self) {
+            return (version, try PartitionHistory(timeline: timeline, pastTimelines: pastTimelines, pastEnds: pastEnds))
+        }
+        return (0, PartitionHistory())
+    }
+
     /// The newest committed version of each partition that was ever written to.
     package func headVersions(of partitions: [Partition]) async throws -> [(Partition, Int64)] {
         let rows = try await client.fetch(

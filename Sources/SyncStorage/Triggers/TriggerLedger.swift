@@ -77,20 +77,44 @@ package struct TriggerLedger: Sendable {
         return names
     }
 
-    /// Takes or renews the lease; returns the trigger's position while this holder has it.
-    /// `passed`: a position the holder has passed without handling anything there, stored
-    /// with the renewal.
-    package func acquireLease(_ name: String, holder: String, duration: Duration, passed: Int64? = nil) async throws -> Int64? {
+    /// What taking or renewing a lease answered.
+    package struct Lease: Sendable, Hashable {
+        /// The trigger's stored position.
+        package var position: Int64
+        /// The lease was last taken on the database's current timeline: whatever the holder
+        /// read and passed since is of this history. `false` after a failover (or the first
+        /// lease since migration 0014): the holder's position in memory, and the events it has
+        /// read, may be from commits the database no longer has, and it starts again from
+        /// ``position``.
+        package var continued: Bool
+
+        package init(position: Int64, continued: Bool) {
+            self.position = position
+            self.continued = continued
+        }
+    }
+
+    /// Takes or renews the lease; returns the trigger's position while this holder has it, or
+    /// `nil` when another holder has it. `passed`: a position the holder has passed without
+    /// handling anything there, stored with the renewal, unless the lease was last taken on
+    /// another timeline (the database failed over since: `passed` may be from a lost tail).
+    package func acquireLease(_ name: String, holder: String, duration: Duration, passed: Int64? = nil) async throws -> Lease? {
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         let rows = try await store.client.fetch(
             """
-            UPDATE psync_triggers
+            WITH last AS (
+                SELECT lease_timeline = psync_timeline() AS continued, psync_timeline() AS timeline
+                FROM psync_triggers WHERE name = \(name) FOR UPDATE)
+            UPDATE psync_triggers t
             SET lease_holder = \(holder), lease_expires = now() + make_interval(secs => \(seconds)), updated_at = now(),
-                position = GREATEST(position, coalesce(\(passed)::bigint, position))
-            WHERE name = \(name) AND (lease_holder = \(holder) OR lease_holder IS NULL OR lease_expires < now())
-            RETURNING position
+                position = CASE WHEN last.continued THEN GREATEST(t.position, coalesce(\(passed)::bigint, t.position))
+                                ELSE t.position END,
+                lease_timeline = last.timeline
+            FROM last
+            WHERE t.name = \(name) AND (t.lease_holder = \(holder) OR t.lease_holder IS NULL OR t.lease_expires < now())
+            RETURNING t.position, last.continued
             """, logger: logger)
-        for try await position in rows.decode(Int64.self) { return position }
+        for try await (position, continued) in rows.decode((Int64, Bool).self) { return Lease(position: position, continued: continued) }
         return nil
     }
 
@@ -113,7 +137,7 @@ package struct TriggerLedger: Sendable {
         let rows = try await connection.query(
             """
             UPDATE psync_triggers SET position = GREATEST(position, \(position)), updated_at = now()
-            WHERE name = \(name) AND lease_holder = \(holder) AND lease_expires > now()
+            WHERE name = \(name) AND lease_holder = \(holder) AND lease_expires > now() AND lease_timeline = psync_timeline()
               AND (\(start)::bigint IS NULL OR position <= \(start)::bigint)
             RETURNING 1
             """, logger: logger)

@@ -57,10 +57,10 @@ extension ObjectStore {
         var results: [Result<UploadResult, SyncError>] = []
         for (upload, step) in zip(uploads, steps) {
             switch step {
-            case .applied(let version, let changes):
+            case .applied(let version, let timeline, let changes):
                 results.append(.success(UploadResult(
                     partition: upload.partition, version: version,
-                    cursor: CursorPosition(epoch: epoch, version: version).cursor, changes: changes, isReplay: false)))
+                    cursor: CursorPosition(epoch: epoch, version: version, timeline: timeline).cursor, changes: changes, isReplay: false)))
             case .refused(let error):
                 results.append(.failure(error))
             case .repeated:
@@ -241,9 +241,11 @@ extension ObjectStore {
                     .badRequest, "requestId \(upload.requestId ?? "") was already used for partition \(partition)")
             }
             if let version = outcome.value["version"]?.intValue {
+                // The outcome was stored by the commit at that version: it is in this history.
+                let timeline = try await head(of: upload.partition).history.timeline(of: version)
                 return UploadResult(
                     partition: upload.partition, version: version,
-                    cursor: CursorPosition(epoch: epoch, version: version).cursor, changes: [], isReplay: true)
+                    cursor: CursorPosition(epoch: epoch, version: version, timeline: timeline).cursor, changes: [], isReplay: true)
             }
             throw SyncError(
                 SyncError.Code(outcome.value["code"]?.stringValue ?? "internal"),

@@ -44,9 +44,9 @@ package struct UploadResult: Sendable, Hashable {
 
 /// What becomes of one upload of a batch in its transaction.
 package enum UploadStep: Sendable, Hashable {
-    /// Applied at the partition's version of the transaction, with these changes (written at
-    /// commit).
-    case applied(version: Int64, changes: [ObjectChange])
+    /// Applied at the partition's version of the transaction, written on `timeline`
+    /// (``PartitionHistory``), with these changes (written at commit).
+    case applied(version: Int64, timeline: Int32, changes: [ObjectChange])
     /// Refused: nothing of it is written; its outcome is stored when it has a request id.
     case refused(SyncError)
     /// Its request id was answered already (before this batch, or earlier in it): the stored

@@ -84,7 +84,7 @@ struct UploadPlanner {
         if let requestId = upload.requestId {
             record.outcomes.append((upload, requestId, ["version": .int(version)]))
         }
-        steps.append(.applied(version: version, changes: changes))
+        steps.append(.applied(version: version, timeline: record.timeline, changes: changes))
     }
 
     private mutating func refuse(_ upload: Upload, _ error: SyncError, _ record: inout WriteRecord) {

@@ -37,6 +37,9 @@ struct WriteRecord {
     var versions: [Partition: Int64] = [:]
     /// The Lamport clock of each locked partition, as its lock raised it.
     var clocks: [Partition: Int64] = [:]
+    /// The PostgreSQL timeline the locks were taken on (``PartitionHistory``): every version
+    /// of this transaction is written on it.
+    var timeline: Int32 = 0
     /// Every object change written so far, in order.
     var changes: [(partition: Partition, version: Int64, change: ObjectChange)] = []
     /// Events to record at commit, in order.
@@ -202,6 +205,6 @@ struct WriteRecord {
                 return Commit.PartitionChanges(
                     partition: partition, version: versions[partition]!, changes: nil, kept: (kept[partition] ?? []) + (changes ?? []))
             },
-            recordedEvents: recordedEvents, screenedAt: screenedAt)
+            recordedEvents: recordedEvents, screenedAt: screenedAt, timeline: timeline)
     }
 }

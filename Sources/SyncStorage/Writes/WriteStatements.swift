@@ -4,12 +4,12 @@ import PostgresNIO
 /// batch runs them, and parsing and planning them each time cost more than running them
 /// (pgbench on the upload transaction: 1,808 tx/s unprepared, 2,236 prepared).
 enum WriteStatements {
-    /// `psync_lock_read` (migration 0006): locks partitions, then reads objects.
+    /// `psync_lock_read` (migrations 0006 and 0014): locks partitions, then reads objects.
     struct LockAndRead: PostgresPreparedStatement {
-        static let name = "psync_lock_read_1"
+        static let name = "psync_lock_read_2"
         static let sql = "SELECT * FROM psync_lock_read($1, $2, $3, $4)"
         static let bindingDataTypes: [PostgresDataType] = [.textArray, .textArray, .textArray, .int4]
-        typealias Row = (Int16, String, Int64, Int64?, String?, String?, JSONB?)
+        typealias Row = (Int16, String, Int64, Int64?, String?, String?, JSONB?, Int32?)
 
         var partitions: [String]
         var collections: [String]

@@ -104,11 +104,12 @@ package final class WriteTransaction {
                 lockTimeoutMilliseconds: lockTimeout.map { Int32($0 / .milliseconds(1)) }),
             logger: logger)
         var found: [ObjectKey: (partition: String, state: DocumentState)] = [:]
-        for try await (kind, partition, version, clock, collection, id, body) in rows {
+        for try await (kind, partition, version, clock, collection, id, body, timeline) in rows {
             if kind == 0 {
                 let locked = try requested[partition] ?? Partition(partition)
                 record.versions[locked] = version
                 record.clocks[locked] = clock ?? 0
+                record.timeline = timeline ?? 0
             } else if let collection, let id {
                 let state: DocumentState = body?.value.objectValue.map(DocumentState.live) ?? .deleted
                 found[ObjectKey(uncheckedCollection: collection, id: id)] = (partition, state)
@@ -285,7 +286,7 @@ package final class WriteTransaction {
         precondition(versions[partition] != nil, "stage(_:in:) needs \(partition) locked first")
         let upload = Upload(partition: partition, operations: operations, principal: author)
         switch try await stage([upload], validators: [validate])[0] {
-        case .applied(_, let changes): return changes
+        case .applied(_, _, let changes): return changes
         case .refused(let refusal): throw refusal
         case .repeated: preconditionFailure("an upload without a request id does not repeat")
         }
