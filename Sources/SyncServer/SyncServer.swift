@@ -38,8 +38,9 @@ package final class SyncServer: Service, Sendable {
     private let runningInstances = Locked<InstanceService?>(nil)
     private let revocations: RevocationList
     private let sessions: SessionRegistry
-    /// What `/ready` says; a graceful shutdown makes it 503 and refuses new WebSockets.
-    private let readiness = Readiness()
+    /// What `/ready` says; a graceful shutdown (the sessions' wind-down) makes it 503 and
+    /// refuses new WebSockets.
+    private let readiness: Readiness
     /// Opens when the HTTP server listens: the other services start then (``AfterListening``).
     private let listeningGate = Gate()
 
@@ -58,6 +59,7 @@ package final class SyncServer: Service, Sendable {
         let revocations = RevocationList(now: configuration.time.now)
         self.revocations = revocations
         self.sessions = SessionRegistry(revocations: revocations, time: configuration.time)
+        self.readiness = Readiness(sessions: sessions)
         let host = ProcessInfo.processInfo.hostName
         self.instance = "\(host)-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))"
     }
@@ -114,7 +116,6 @@ package final class SyncServer: Service, Sendable {
                     group.addTask { try await withDeadline(nil, "the server") { try await running.value } }
                     group.addTask {
                         try await gracefulShutdown()
-                        self.readiness.stopping()
                         await self.sessions.windDown(timeout: self.configuration.sessions.shutdownTimeout)
                         await inner.triggerGracefulShutdown()
                         do {

@@ -163,6 +163,41 @@ struct FeedTableTests {
         #expect(fresh.result == .behind, "a subscriber at 0 is behind any feed that has read")
     }
 
+    @Test("a read resyncs the members whose positions the partition's history does not have, whatever the feed's timeline; the others stay")
+    func readChecksEveryMember() {
+        var table = Table()
+        let (ann, bob) = (Member(), Member())
+        // The feed is at version 4 of timeline 2. Bob read on alone (before the failover) up to
+        // 6 on the same timeline, and joined ahead of the feed.
+        _ = table.join(ann, partition: room, generation: 1, from: position(4, timeline: 2))
+        _ = table.join(bob, partition: room, generation: 1, from: position(6, timeline: 2))
+        _ = table.readBegins(room)
+        // The new primary has versions 1-4 of timeline 2 and wrote 5 and 6 on timeline 3: bob's
+        // version 6 was lost, and the page (5-6) would skip him as not behind it.
+        let history = PartitionHistory(timeline: 3, past: [.init(timeline: 2, through: 4)])
+        let outcome = table.read(room, page: page(room, version: 6), end: position(6, timeline: 3), history: (6, history))
+        #expect(outcome.resync.map { ObjectIdentifier($0.subscriber) } == [ObjectIdentifier(bob)])
+        #expect(table.counts == (1, 1), "ann stays")
+        // Without a history (a page whose history is not known), nobody is checked.
+        var other = Table()
+        _ = other.join(bob, partition: room, generation: 1, from: position(6, timeline: 2))
+        _ = other.join(ann, partition: room, generation: 1, from: position(6, timeline: 2))
+        let unchecked = other.read(room, page: page(room, version: 6), end: position(6, timeline: 2))
+        #expect(unchecked.resync.isEmpty)
+    }
+
+    @Test("a delivered member takes the timeline of the page's end with its position")
+    func deliveredTimeline() {
+        var table = Table()
+        let ann = Member()
+        _ = table.join(ann, partition: room, generation: 1, from: position(4, timeline: 2))
+        _ = table.readBegins(room)
+        _ = table.read(room, page: page(room, version: 5), end: position(5, timeline: 3))
+        let delivery = table.nextDelivery(room, feed: nil)!
+        table.delivered(delivery, partition: room, outcomes: [(ObjectIdentifier(ann), 1, true)])
+        #expect(table.feeds[room]?.members[ObjectIdentifier(ann)]?.timeline == 3)
+    }
+
     @Test("a local commit while the feed reads makes the read go again rather than queue out of order")
     func localCommitDuringRead() {
         var table = Table()

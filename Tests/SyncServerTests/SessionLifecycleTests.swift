@@ -66,4 +66,14 @@ struct SessionLifecycleTests {
         #expect(answers == [true, false, false], "a second close frame, or a worker after the close")
         #expect(!life.acceptsUploadBatch && !life.isOpen)
     }
+
+    @Test("a revoked credential is answered once, however many find it revoked, and not after the close")
+    func revokedOnce() {
+        var life = SessionLifecycle()
+        let answers = [life.revoked(), life.revoked(), life.closed(), life.revoked()]
+        #expect(answers == [true, false, true, false], "session_revoked sent twice, or the close lost")
+        var closing = SessionLifecycle()
+        let closedFirst = [closing.closed(), closing.revoked()]
+        #expect(closedFirst == [true, false], "session_revoked sent to a session already closing")
+    }
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/ha/check-failover.sh [--sync | --async] [--long] [--seed N] [--base-port N] [TRIAL OPTION...]
+# scripts/ha/check-failover.sh [--sync | --async] [--long | --faults N] [--seed N] [--base-port N] [TRIAL OPTION...]
 # The failover trial (scripts/ha/trial.py) as a check: three PostgreSQL nodes under Patroni and
 # etcd, HAProxy, two `psync serve` instances, writers and subscribers, faults of the primary from
 # a seeded schedule, then the checks (acknowledged = stored once, every upload answered, unread
@@ -7,8 +7,9 @@
 # asynchronous replication, the lost-tail scenario.
 #
 # Without --sync or --async it runs both, one after the other: first Patroni's synchronous_mode,
-# then asynchronous replication. The short version (the default, for CI) has 3 faults per trial;
-# --long has 20, 10 of them SIGKILLs of the primary's postmaster. Each trial prints its seed;
+# then asynchronous replication. The short version (the default) has 3 faults per trial; --long
+# has 20, 10 of them SIGKILLs of the primary's postmaster; --faults N any number (CI runs 2: a
+# SIGKILL and a switchover). Each trial prints its seed;
 # pass it back with --seed to replay the same schedule. Other options go to trial.py as they are.
 #
 # The server is $PSYNC_BIN, else .build/release/psync, else .build/debug/psync. Tools come from
@@ -23,7 +24,8 @@ while [ $# -gt 0 ]; do
         --sync) modes+=(sync); shift ;;
         --async) modes+=(async); shift ;;
         --long) faults=20; shift ;;
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --faults) faults=$2; shift 2 ;;
+        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) extra+=("$1"); shift ;;
     esac
 done

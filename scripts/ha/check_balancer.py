@@ -48,6 +48,7 @@ import websockets
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from cluster import haproxy_servers  # noqa: E402
+from harness import connect, messages  # noqa: E402
 from probe_failover import eventually, message_body  # noqa: E402
 
 BALANCER = os.path.join(HERE, "balancer.py")
@@ -129,12 +130,11 @@ class Session:
 
     async def run(self):
         attempt = 0
-        url = f"ws://127.0.0.1:{self.run_.port}/v1/sync" + ("" if self.presence else "?presence=off")
+        query = "" if self.presence else "?presence=off"
         try:
             while True:
                 try:
-                    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {self.user['accessToken']}"},
-                                                  max_size=None, open_timeout=5, ping_interval=None, close_timeout=2) as ws:
+                    async with connect(self.run_.port, self.user["accessToken"], query) as ws:
                         attempt = 0
                         self.ws = ws
                         connection = {"backend": ws.response.headers.get("X-PSync-Backend"), "opened": now(),
@@ -165,16 +165,7 @@ class Session:
             self.closed_for_good.set()
 
     async def read(self, ws, connection):
-        last_ping = time.monotonic()
-        while True:
-            if time.monotonic() - last_ping > 15:  # within the server's 60 s idle timeout
-                await ws.send(json.dumps({"type": "ping", "nonce": 1}))
-                last_ping = time.monotonic()
-            try:
-                raw = await asyncio.wait_for(ws.recv(), timeout=1.0)
-            except asyncio.TimeoutError:
-                continue
-            message = json.loads(raw)
+        async for message in messages(ws):
             kind = message.get("type")
             if kind == "changes":
                 partition = message["partition"]

@@ -33,11 +33,8 @@ import asyncio
 import json
 import os
 import secrets
-import shutil
-import subprocess
 import sys
 import time
-import urllib.parse
 
 import websockets
 
@@ -45,7 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from balancer import as_service_user, start_postgres  # noqa: E402
 from cluster import PG_BIN, chown_service, psql, service_env  # noqa: E402
-from harness import Instance, eventually, free_port, post_upload, pull, register  # noqa: E402
+from harness import Instance, connect, eventually, free_port, messages, post_upload, pull, register  # noqa: E402
 from probe_failover import message_body  # noqa: E402
 
 T0 = time.monotonic()
@@ -99,23 +96,13 @@ class Session:
         self.task = asyncio.create_task(self.run())
 
     async def run(self):
-        url = f"ws://127.0.0.1:{self.instance.port}/v1/sync"
         while True:
             try:
-                async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {self.token}"},
-                                              max_size=None, open_timeout=5, ping_interval=None, close_timeout=2) as ws:
+                async with connect(self.instance.port, self.token) as ws:
                     self.connections += 1
                     for partition, copy in self.copies.items():
                         await ws.send(json.dumps({"type": "subscribe", "partition": partition, "cursor": copy.cursor}))
-                    last_ping = time.monotonic()
-                    while True:
-                        if time.monotonic() - last_ping > 15:
-                            await ws.send(json.dumps({"type": "ping", "nonce": 1}))
-                            last_ping = time.monotonic()
-                        try:
-                            message = json.loads(await asyncio.wait_for(ws.recv(), timeout=1.0))
-                        except asyncio.TimeoutError:
-                            continue
+                    async for message in messages(ws):
                         if message.get("type") == "changes" and message.get("partition") in self.copies:
                             self.copies[message["partition"]].apply(message)
             except (websockets.ConnectionClosed, OSError, asyncio.TimeoutError, websockets.InvalidHandshake):

@@ -1,6 +1,7 @@
 """Pieces the failover scripts share: running scripts/ha/cluster.py, `psync serve` instances on
-the cluster, RChat accounts and uploads over HTTP, polling with a deadline, and reading a
-server's log. Imported by probe_failover.py and trial.py (run with .build-ha-venv/bin/python,
+the cluster, WebSocket sessions, RChat accounts and uploads over HTTP, polling with a deadline,
+and reading a server's log. Imported by probe_failover.py, trial.py, check_balancer.py and
+check_lost_tail.py (run with .build-ha-venv/bin/python,
 which has httpx and websockets: scripts/install-ha-tools.sh).
 """
 
@@ -16,6 +17,7 @@ import time
 import urllib.parse
 
 import httpx
+import websockets
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLUSTER = os.path.join(HERE, "cluster.py")
@@ -51,6 +53,32 @@ async def eventually(what, predicate, timeout, interval=0.2):
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} within {timeout} s")
         await asyncio.sleep(interval)
+
+
+# ---------------------------------------------------------------------------------------------
+# WebSocket sessions
+
+def connect(port, token, query=""):
+    """A WebSocket to /v1/sync of the server (or balancer) on `port`, as the checks open them:
+    no size limit, no library pings (the protocol's own are sent by `messages`)."""
+    return websockets.connect(f"ws://127.0.0.1:{port}/v1/sync{query}", additional_headers={"Authorization": f"Bearer {token}"},
+                              max_size=None, open_timeout=5, ping_interval=None, close_timeout=2)
+
+
+async def messages(ws, going=lambda: True, poll=1.0):
+    """The server's messages on `ws`, parsed, while `going()` holds (checked at least every
+    `poll` seconds); a protocol ping every 15 s keeps an idle session within the server's 60 s
+    idle timeout."""
+    last_ping = time.monotonic()
+    while going():
+        if time.monotonic() - last_ping > 15:
+            await ws.send(json.dumps({"type": "ping", "nonce": int(time.monotonic())}))
+            last_ping = time.monotonic()
+        try:
+            raw = await asyncio.wait_for(ws.recv(), timeout=poll)
+        except asyncio.TimeoutError:
+            continue
+        yield json.loads(raw)
 
 
 # ---------------------------------------------------------------------------------------------

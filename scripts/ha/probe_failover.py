@@ -39,7 +39,7 @@ import urllib.parse
 import httpx
 import websockets
 
-from harness import Instance, cluster, eventually, interesting_log_lines, post_upload, register
+from harness import Instance, cluster, connect, eventually, interesting_log_lines, messages, post_upload, register
 
 T0 = time.monotonic()
 
@@ -144,22 +144,11 @@ class Probe:
         partition = f"conversation={self.users.room}"
         while not self.stop.is_set():
             instance = self.instances["A"]
-            url = f"ws://127.0.0.1:{instance.port}/v1/sync"
             try:
-                async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {self.users.bob['accessToken']}"},
-                                              max_size=None, open_timeout=5, ping_interval=None) as ws:
+                async with connect(instance.port, self.users.bob["accessToken"]) as ws:
                     self.ws_events.append((round(now(), 2), "connected"))
                     await ws.send(json.dumps({"type": "subscribe", "partition": partition, "cursor": cursor}))
-                    last_ping = time.monotonic()
-                    while not self.stop.is_set():
-                        if time.monotonic() - last_ping > 15:
-                            await ws.send(json.dumps({"type": "ping", "nonce": int(now())}))
-                            last_ping = time.monotonic()
-                        try:
-                            raw = await asyncio.wait_for(ws.recv(), timeout=1.0)
-                        except asyncio.TimeoutError:
-                            continue
-                        message = json.loads(raw)
+                    async for message in messages(ws, lambda: not self.stop.is_set()):
                         kind = message.get("type")
                         if kind == "changes":
                             cursor = message.get("cursor", cursor)

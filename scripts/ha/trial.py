@@ -67,7 +67,7 @@ import psycopg2
 import websockets
 
 import cluster as ha
-from harness import Instance, cluster, eventually, interesting_log_lines, post_upload, register
+from harness import Instance, cluster, connect, eventually, interesting_log_lines, messages, post_upload, register
 
 T0 = time.monotonic()
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -398,27 +398,16 @@ class Subscriber:
             if self.trial.stopping.is_set():
                 return
             instance = self.trial.instances[self.instance_name]
-            url = f"ws://127.0.0.1:{instance.port}/v1/sync"
             try:
-                async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {self.user.token}"},
-                                              max_size=None, open_timeout=5, ping_interval=None,
-                                              close_timeout=2) as ws:
+                async with connect(instance.port, self.user.token) as ws:
                     self.connected = True
                     self.connections += 1
                     for partition in self.partitions:
                         self.up_to_date[partition] = False
                         await ws.send(json.dumps({"type": "subscribe", "partition": partition,
                                                   "cursor": self.cursors[partition]}))
-                    last_ping = time.monotonic()
-                    while not self.trial.stopping.is_set() and self.online.is_set():
-                        if time.monotonic() - last_ping > 15:
-                            await ws.send(json.dumps({"type": "ping", "nonce": int(now())}))
-                            last_ping = time.monotonic()
-                        try:
-                            raw = await asyncio.wait_for(ws.recv(), timeout=0.5)
-                        except asyncio.TimeoutError:
-                            continue
-                        message = json.loads(raw)
+                    going = lambda: not self.trial.stopping.is_set() and self.online.is_set()  # noqa: E731
+                    async for message in messages(ws, going, poll=0.5):
                         kind = message.get("type")
                         if kind == "changes":
                             self.apply(message)
@@ -905,10 +894,11 @@ class Trial:
         """What a subscriber's copy of a partition lacks, holds too much of, or holds otherwise."""
         phantom = sorted(set(held) - set(server))
         missing = sorted(set(server) - set(held))
-        stale = sorted(i for i in set(held) & set(server) if held[i][0] < server[i][0])
+        # each with the versions held and stored, so a report says how far behind it is
+        stale = sorted(f"{i} (v{held[i][0]} < v{server[i][0]})" for i in set(held) & set(server) if held[i][0] < server[i][0])
         same_version_other_body = sorted(i for i in set(held) & set(server)
                                          if held[i][0] == server[i][0] and held[i][1] != server[i][1])
-        ahead = sorted(i for i in set(held) & set(server) if held[i][0] > server[i][0])
+        ahead = sorted(f"{i} (v{held[i][0]} > v{server[i][0]})" for i in set(held) & set(server) if held[i][0] > server[i][0])
         return {k: v for k, v in (("phantom", phantom), ("missing", missing), ("stale", stale), ("ahead", ahead),
                                   ("same_version_other_body", same_version_other_body)) if v}
 

@@ -26,6 +26,8 @@ struct FeedTable {
         let subscriber: Subscriber
         let generation: Int
         var position: FeedPosition
+        /// The timeline of the commit at the position's version (``CursorPosition/timeline``).
+        var timeline: Int32
     }
 
     struct Feed {
@@ -159,7 +161,8 @@ struct FeedTable {
             defer { feeds[partition] = feed }
             return (.behind, feed.needsRead())
         }
-        feed.members[ObjectIdentifier(subscriber)] = Member(subscriber: subscriber, generation: generation, position: position)
+        feed.members[ObjectIdentifier(subscriber)] = Member(
+            subscriber: subscriber, generation: generation, position: position, timeline: start.timeline)
         // A new feed, or a subscriber ahead of the feed, may have missed notifications before
         // it joined: read once now so nothing committed since is left behind.
         let read = (isNew || FeedPosition(feed.position) < position) && feed.needsRead()
@@ -189,8 +192,11 @@ struct FeedTable {
         return feed.position
     }
 
-    /// A read returned a page, which ends at `end`.
-    mutating func read(_ partition: Partition, page: EncodedChangeBatch, end: CursorPosition) -> ReadOutcome {
+    /// A read returned a page, which ends at `end`; `history`: the partition's head and
+    /// history as the read found them, when known.
+    mutating func read(
+        _ partition: Partition, page: EncodedChangeBatch, end: CursorPosition, history: (head: Int64, history: PartitionHistory)? = nil
+    ) -> ReadOutcome {
         guard var feed = feeds[partition] else { return ReadOutcome() }
         if page.reset {
             // The feed's position can no longer be continued from: every member catches up alone.
@@ -198,6 +204,16 @@ struct FeedTable {
             return ReadOutcome(resync: Array(feed.members.values))
         }
         var outcome = ReadOutcome()
+        if let (head, history) = history {
+            // A member ahead of the feed may hold a position of commits a failover lost (on
+            // the feed's timeline too, when the feed's own position is older than the loss):
+            // it catches up alone, and is reset.
+            for (id, member) in feed.members
+            where !history.contains(version: member.position.version, timeline: member.timeline, head: head) {
+                feed.members.removeValue(forKey: id)
+                outcome.resync.append(member)
+            }
+        }
         outcome.drain = feed.enqueue(page, at: end)
         outcome.readAgain = !page.upToDate || feed.dirty
         if !outcome.readAgain { feed.fetching = false }
@@ -233,6 +249,7 @@ struct FeedTable {
                 feed.members.removeValue(forKey: id)
             } else if member.position < FeedPosition(delivery.end) {
                 feed.members[id]?.position = FeedPosition(delivery.end)
+                feed.members[id]?.timeline = delivery.end.timeline
             }
         }
         feeds[partition] = feed

@@ -257,7 +257,7 @@ package final class SubscriptionHub: Service, Sendable {
                 if Task.isCancelled { return }
                 continue
             }
-            let outcome = state.withLock { $0.feeds.read(partition, page: page.batch, end: page.end) }
+            let outcome = state.withLock { $0.feeds.read(partition, page: page.batch, end: page.end, history: page.history) }
             for member in outcome.resync { member.subscriber.resync(partition: partition, generation: member.generation) }
             if outcome.drain { drain(partition) }
             if !outcome.readAgain { return }

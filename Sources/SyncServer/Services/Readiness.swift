@@ -3,21 +3,20 @@ import PartitionSync
 
 /// What `/ready` reports besides a live database: the change listener is listening, and the
 /// server is not stopping (a load balancer then sends new clients elsewhere while its sessions
-/// wind down). (The server accepts requests only after the migrations ran.)
+/// wind down). Stopping is the session registry's: its wind-down is the graceful shutdown's
+/// first step, and the one place that knows it began. (The server accepts requests only after
+/// the migrations ran.)
 final class Readiness: Sendable {
-    private struct State {
-        var listening = false
-        var stopping = false
+    private let listening = Locked(false)
+    private let sessions: SessionRegistry
+
+    init(sessions: SessionRegistry) {
+        self.sessions = sessions
     }
 
-    private let state = Locked(State())
+    func listening(_ value: Bool) { listening.withLock { $0 = value } }
 
-    func listening(_ value: Bool) { state.withLock { $0.listening = value } }
+    var isReady: Bool { listening.withLock { $0 } && !sessions.isStopping }
 
-    /// The graceful shutdown began: not ready again.
-    func stopping() { state.withLock { $0.stopping = true } }
-
-    var isReady: Bool { state.withLock { $0.listening && !$0.stopping } }
-
-    var isStopping: Bool { state.withLock { $0.stopping } }
+    var isStopping: Bool { sessions.isStopping }
 }

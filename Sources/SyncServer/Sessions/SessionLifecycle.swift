@@ -9,7 +9,8 @@
 ///   ends, so no request is lost between its last look and its end;
 /// - the main task is told once that items wait, until it looks;
 /// - a shutdown closes at once, or after the upload batch being applied is answered;
-/// - once closing, no worker starts, no upload batch begins, and the close happens once.
+/// - once closing, no worker starts, no upload batch begins, and the close happens once;
+/// - a revoked credential is answered once (`session_revoked`), and not once closing.
 struct SessionLifecycle: Sendable, Equatable {
     /// No more is queued for the client, and no worker starts: a close frame is queued, the
     /// input failed, or the session's tasks ended.
@@ -25,6 +26,8 @@ struct SessionLifecycle: Sendable, Equatable {
     private var moreWork = false
     /// A `write` event is on its way to the main task.
     private var writeSignalled = false
+    /// The session is being closed for its revoked credential.
+    private var isRevoked = false
 
     /// Whether the session still reads input and queues output.
     var isOpen: Bool { !isClosing && !isShuttingDown }
@@ -97,6 +100,15 @@ struct SessionLifecycle: Sendable, Equatable {
     mutating func shutdownBegan() -> Bool {
         isShuttingDown = true
         return !isUploading
+    }
+
+    /// The session's credential was found revoked (by the registry's observer or its sweep, at
+    /// once maybe). `true` the first time only, and not once closing: send `session_revoked`,
+    /// then close.
+    mutating func revoked() -> Bool {
+        guard !isClosing, !isRevoked else { return false }
+        isRevoked = true
+        return true
     }
 
     /// The session closes. `true` the first time only: queue the close frame.

@@ -59,6 +59,9 @@ final class SessionRegistry: Service, Sendable {
 
     var count: Int { state.withLock { $0.sessions.count } }
 
+    /// The graceful shutdown began (``windDown(timeout:)``): no session is added any more.
+    var isStopping: Bool { state.withLock { $0.stopping } }
+
     /// Sweeps the sessions for timeouts until shutdown.
     func run() async {
         await Periodic(every: sweepInterval, time: time, startsAtOnce: false).run { sweep() }

@@ -27,12 +27,7 @@ extension SyncSession {
         guard revocations.revokes(revokedBy) else { return }
         // The registry's observer and its sweep may both find it revoked at once: the first
         // closes, in one locked step, and the other does nothing.
-        let first = state.withLock { state in
-            guard !state.lifecycle.isClosing, !state.closingRevoked else { return false }
-            state.closingRevoked = true
-            return true
-        }
-        guard first else { return }
+        guard state.withLock({ $0.lifecycle.revoked() }) else { return }
         logger.info("credential revoked; closing the session")
         send(.error(SyncError(.sessionRevoked, "the session's credential was revoked"), partition: nil))
         close(.unknown(4001), SyncError.Code.sessionRevoked.rawValue)

@@ -44,8 +44,6 @@ final class SyncSession: FeedSubscriber, Sendable {
         var expires: Date?
         /// The revocations that end this session's credential.
         var revokedBy: [Revocation] = []
-        /// The session is being closed for its revoked credential: `session_revoked` is sent once.
-        var closingRevoked = false
         var subscriptions = SessionSubscriptions()
         /// What is to be sent, and the pages each subscription has queued or in the writer.
         var outbox: SessionOutbox

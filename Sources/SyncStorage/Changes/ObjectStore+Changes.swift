@@ -39,7 +39,7 @@ extension ObjectStore {
         let batch = EncodedChangeBatch(
             partition: partition, objects: page.objects, cursor: page.end.cursor, upToDate: page.upToDate, reset: page.reset,
             version: page.version)
-        return PositionedPage(batch: batch, end: page.end)
+        return PositionedPage(batch: batch, end: page.end, history: (page.head, page.history))
     }
 
     /// The same page as ``encodedChanges(in:from:limit:)``, its objects written one after
@@ -62,7 +62,7 @@ extension ObjectStore {
         let batch = EncodedChangeBatch(
             partition: partition, objectsJSON: page.objects.bytes, objectCount: page.objects.count, cursor: page.end.cursor,
             upToDate: page.upToDate, reset: page.reset, version: page.version)
-        return PositionedPage(batch: batch, end: page.end)
+        return PositionedPage(batch: batch, end: page.end, history: (page.head, page.history))
     }
 
     /// The snapshot and cursor logic around one read of a page (`read(position, limit, floor)`):
@@ -109,18 +109,19 @@ extension ObjectStore {
             !found.history.contains(version: position.version, timeline: position.timeline, head: found.head)
                 || Self.needsPruned(position, prunedThrough: found.prunedThrough)
         {
-            return Page(objects: found.objects, end: position, upToDate: false, reset: true)
+            return Page(objects: found.objects, end: position, upToDate: false, reset: true, head: found.head, history: found.history)
         }
         if found.more, let last = found.last {
             let snapshotFloor = floor ?? found.head
             let next = CursorPosition(
                 epoch: position.epoch, version: last.version, timeline: found.history.timeline(of: last.version), after: last.key,
                 tombstoneFloor: snapshotFloor > 0 && last.version <= snapshotFloor ? snapshotFloor : nil)
-            return Page(objects: found.objects, end: next, upToDate: false, reset: reset)
+            return Page(objects: found.objects, end: next, upToDate: false, reset: reset, head: found.head, history: found.history)
         }
         let version = max(found.head, position.version)
         let end = CursorPosition(epoch: position.epoch, version: version, timeline: found.history.timeline(of: version))
-        return Page(objects: found.objects, end: end, upToDate: true, reset: reset, version: end.version)
+        return Page(
+            objects: found.objects, end: end, upToDate: true, reset: reset, version: end.version, head: found.head, history: found.history)
     }
 
     /// Whether a reader at `position` still needs a tombstone that may have been pruned (every
@@ -259,6 +260,9 @@ struct Page<Objects> {
     var upToDate: Bool
     var reset: Bool
     var version: Int64? = nil
+    /// The partition's head and history as the read found them.
+    var head: Int64 = 0
+    var history = PartitionHistory()
 }
 
 /// A page of encoded changes and where it ends, as a position: what the server's feeds and
@@ -266,10 +270,14 @@ struct Page<Objects> {
 package struct PositionedPage: Sendable {
     package var batch: EncodedChangeBatch
     package var end: CursorPosition
+    /// The partition's head and history as the read found them: which other positions it
+    /// continues (``PartitionHistory/contains(version:timeline:head:)``); `nil` when not known.
+    package var history: (head: Int64, history: PartitionHistory)?
 
-    package init(batch: EncodedChangeBatch, end: CursorPosition) {
+    package init(batch: EncodedChangeBatch, end: CursorPosition, history: (head: Int64, history: PartitionHistory)? = nil) {
         self.batch = batch
         self.end = end
+        self.history = history
     }
 }
 
