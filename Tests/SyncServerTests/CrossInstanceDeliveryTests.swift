@@ -12,81 +12,56 @@ import Testing
 struct CrossInstanceDeliveryTests {
     @Test("commits through either instance reach the other's subscribers, before and after the LISTEN connections are terminated")
     func listenerTerminated() async throws {
-        try await TestDatabase.with { db in
-            try await TestServer.with(database: db.url, configure: FaultFixtures.pollOff) { a in
-                try await TestServer.with(database: db.url, configure: FaultFixtures.pollOff) { b in
-                    let alice = try await a.register("alice@example.com")
-                    let mine = partition("user=\(alice.userID)")
-                    var subscribers: [TestSyncClient] = []
-                    var copies: [PartitionCopy] = []
-                    for server in [a, b] {
-                        let client = try await server.connect(token: alice.accessToken)
-                        _ = try await client.next()
-                        client.send(.subscribe(partition: mine, cursor: nil))
-                        var copy = PartitionCopy()
-                        try await client.sync(mine, into: &copy)
-                        subscribers.append(client)
-                        copies.append(copy)
-                    }
-                    var writers: [TestSyncClient] = []
-                    for server in [a, b] {
-                        let client = try await server.connect(token: alice.accessToken)
-                        _ = try await client.next()
-                        writers.append(client)
-                    }
-                    var written: [ObjectKey] = []
-                    /// Uploads notes through one instance's writer only: the other instance can
-                    /// learn of them only from their notifications (its own commits to the
-                    /// partition would make it read the partition anyway).
-                    func write(_ label: String, rounds: Int, via writer: Int) async throws {
-                        for round in 0..<rounds {
-                            let note = key("Note", "\(label)-\(round)")
-                            let answer = try await writers[writer].upload(
-                                [.put(note, body: ["round": .int(Int64(round))])], to: mine, requestId: "\(label)-\(round)")
-                            #expect(answer.isAck, "\(answer)")
-                            written.append(note)
-                        }
-                    }
-                    /// Every subscriber receives every note written so far.
-                    func expectDelivered(_ phase: String) async throws {
-                        for index in subscribers.indices {
-                            let expected = Set(written)
-                            do {
-                                try await subscribers[index].sync(mine, into: &copies[index], timeout: .seconds(30)) { copy in
-                                    expected.isSubset(of: copy.objects.keys)
-                                }
-                            } catch is TestTimeout {
-                                let missing = expected.subtracting(copies[index].objects.keys).map(\.id).sorted()
-                                Issue.record("\(phase): the subscriber on instance \(index == 0 ? "A" : "B") never received \(missing)")
-                                throw TestTimeout(what: "deliveries (\(phase))")
-                            }
-                        }
-                    }
-
-                    try await write("before-a", rounds: 3, via: 0)
-                    try await expectDelivered("written through A before the listeners were terminated")
-                    try await write("before-b", rounds: 3, via: 1)
-                    try await expectDelivered("written through B before the listeners were terminated")
-
-                    let terminated = try await db.terminateListeners()
-                    #expect(terminated == 2, "terminated \(terminated) LISTEN connections")
-                    // Committed while the listeners are gone or reconnecting.
-                    try await write("meanwhile-a", rounds: 3, via: 0)
-                    try await write("meanwhile-b", rounds: 3, via: 1)
-                    #expect(try await TestTriggers.eventually(timeout: .seconds(30)) { try await db.listenerCount() == 2 })
-                    try await a.waitUntilReady(timeout: .seconds(30))
-                    try await b.waitUntilReady(timeout: .seconds(30))
-                    try await expectDelivered("committed while the listeners reconnected")
-                    try await write("after-a", rounds: 3, via: 0)
-                    try await expectDelivered("written through A after the listeners reconnected")
-                    try await write("after-b", rounds: 3, via: 1)
-                    try await expectDelivered("written through B after the listeners reconnected")
-
-                    let stored = try await db.store().snapshot(of: mine)
-                    for copy in copies { #expect(copy.objects == stored) }
-                    for client in subscribers + writers { await client.close() }
+        try await FaultFixtures.withTwoInstances { pair in
+            var written: [ObjectKey] = []
+            /// Uploads notes through one instance's writer only: the other instance can learn of
+            /// them only from their notifications (its own commits to the partition would make
+            /// it read the partition anyway).
+            func write(_ label: String, rounds: Int, via writer: Int) async throws {
+                for round in 0..<rounds {
+                    let answer = try await pair.write("\(label)-\(round)", body: ["round": .int(Int64(round))], via: writer)
+                    #expect(answer.isAck, "\(answer)")
+                    written.append(key("Note", "\(label)-\(round)"))
                 }
             }
+            /// Every subscriber receives every note written so far.
+            func expectDelivered(_ phase: String) async throws {
+                for index in pair.subscribers.indices {
+                    let expected = Set(written)
+                    do {
+                        try await pair.subscribers[index].sync(pair.partition, into: &pair.copies[index], timeout: .seconds(30)) { copy in
+                            expected.isSubset(of: copy.objects.keys)
+                        }
+                    } catch is TestTimeout {
+                        let missing = expected.subtracting(pair.copies[index].objects.keys).map(\.id).sorted()
+                        Issue.record("\(phase): the subscriber on instance \(index == 0 ? "A" : "B") never received \(missing)")
+                        throw TestTimeout(what: "deliveries (\(phase))")
+                    }
+                }
+            }
+
+            try await write("before-a", rounds: 3, via: 0)
+            try await expectDelivered("written through A before the listeners were terminated")
+            try await write("before-b", rounds: 3, via: 1)
+            try await expectDelivered("written through B before the listeners were terminated")
+
+            let terminated = try await pair.db.terminateListeners()
+            #expect(terminated == 2, "terminated \(terminated) LISTEN connections")
+            // Committed while the listeners are gone or reconnecting.
+            try await write("meanwhile-a", rounds: 3, via: 0)
+            try await write("meanwhile-b", rounds: 3, via: 1)
+            let db = pair.db
+            #expect(try await TestTriggers.eventually(timeout: .seconds(30)) { try await db.listenerCount() == 2 })
+            try await pair.a.waitUntilReady(timeout: .seconds(30))
+            try await pair.b.waitUntilReady(timeout: .seconds(30))
+            try await expectDelivered("committed while the listeners reconnected")
+            try await write("after-a", rounds: 3, via: 0)
+            try await expectDelivered("written through A after the listeners reconnected")
+            try await write("after-b", rounds: 3, via: 1)
+            try await expectDelivered("written through B after the listeners reconnected")
+
+            let stored = try await pair.db.store().snapshot(of: pair.partition)
+            for copy in pair.copies { #expect(copy.objects == stored) }
         }
     }
 }

@@ -48,11 +48,10 @@ import websockets
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from cluster import haproxy_servers  # noqa: E402
-from harness import connect, messages  # noqa: E402
+from harness import CheckFailed, Checker, connect, messages  # noqa: E402
 from probe_failover import eventually, message_body  # noqa: E402
 
 BALANCER = os.path.join(HERE, "balancer.py")
-T0 = time.monotonic()
 ROOM = "lb-room"
 CONVERSATION = f"conversation={ROOM}"
 ALL_USERS = "all-users=all-the-users"
@@ -60,22 +59,8 @@ PASSWORD = "correct horse battery"
 MEMBERS = 20
 
 
-def now():
-    return time.monotonic() - T0
-
-
-def say(msg):
-    print(f"[check-balancer {now():6.2f}] {msg}", file=sys.stderr, flush=True)
-
-
-class CheckFailed(Exception):
-    pass
-
-
-def check(condition, what):
-    if not condition:
-        raise CheckFailed(what)
-    say(f"ok: {what}")
+CHECKER = Checker("check-balancer")
+now, say, check = CHECKER.now, CHECKER.say, CHECKER.check
 
 
 async def balancer(*args):

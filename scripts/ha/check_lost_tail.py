@@ -42,26 +42,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from balancer import as_service_user, start_postgres  # noqa: E402
 from cluster import PG_BIN, chown_service, psql, service_env  # noqa: E402
-from harness import Instance, connect, eventually, free_port, messages, post_upload, pull, register  # noqa: E402
+from harness import CheckFailed, Checker, Instance, connect, eventually, free_port, messages, post_upload, pull, register  # noqa: E402
 from probe_failover import message_body  # noqa: E402
 
-T0 = time.monotonic()
 ROOM = "lost-tail-room"
 CONVERSATION = f"conversation={ROOM}"
 
 
-def say(msg):
-    print(f"[check-lost-tail {time.monotonic() - T0:6.2f}] {msg}", file=sys.stderr, flush=True)
-
-
-class CheckFailed(Exception):
-    pass
-
-
-def check(condition, what):
-    if not condition:
-        raise CheckFailed(what)
-    say(f"ok: {what}")
+CHECKER = Checker("check-lost-tail")
+say, check = CHECKER.say, CHECKER.check
 
 
 class Copy:

@@ -56,6 +56,33 @@ async def eventually(what, predicate, timeout, interval=0.2):
 
 
 # ---------------------------------------------------------------------------------------------
+# a check's report
+
+class CheckFailed(Exception):
+    """A check failed: the exception says what."""
+
+
+class Checker:
+    """What a check script says, on stderr: `[NAME seconds] …`, the seconds since it began; and
+    `check`, which says `ok: …` or raises CheckFailed."""
+
+    def __init__(self, name):
+        self.name = name
+        self.t0 = time.monotonic()
+
+    def now(self):
+        return time.monotonic() - self.t0
+
+    def say(self, msg):
+        print(f"[{self.name} {self.now():6.2f}] {msg}", file=sys.stderr, flush=True)
+
+    def check(self, condition, what):
+        if not condition:
+            raise CheckFailed(what)
+        self.say(f"ok: {what}")
+
+
+# ---------------------------------------------------------------------------------------------
 # WebSocket sessions
 
 def connect(port, token, query=""):

@@ -597,6 +597,12 @@ class Trial:
         for i in range(self.args.users):
             email = f"u{i}-{self.run_id}@example.com"
             self.users.append(User(i, email, await register(a, email)))
+
+        async def records_made():
+            # each user's User record, made by a trigger after the registration
+            rows = await self.db.run("SELECT id FROM psync_objects WHERE collection = 'User' AND body IS NOT NULL")
+            return {u.id for u in self.users} <= {row[0] for row in rows}
+        await eventually("every user's User record", records_made, 60)
         # conversations: a creator and, drawn, at least one other member
         for c in range(self.args.conversations):
             creator = self.users[c % len(self.users)]
