@@ -6,12 +6,31 @@
 -- versions was written, so a cursor from a lost tail is told apart from one of this history
 -- and answered with a reset.
 
--- The timeline new WAL is written on; 0 on a standby (which cannot write: the statement that
--- tries fails with 25006 as before).
+-- The timeline new WAL is written on, from the name of the current WAL file. 0 on a standby
+-- (which cannot write: the statement that tries fails with 25006 as before), and on a platform
+-- that has no WAL file names to give (timelines are then not recorded, as before this
+-- migration). A primary's timeline does not change while it runs, so the answer is kept for
+-- the session (`psync.timeline`), which a standby's never is: its connection learns the new
+-- timeline at its first call after a promotion.
 CREATE FUNCTION psync_timeline() RETURNS integer
-LANGUAGE sql VOLATILE AS $$
-    SELECT CASE WHEN pg_is_in_recovery() THEN 0
-                ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::integer END
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    known text := current_setting('psync.timeline', true);
+BEGIN
+    IF known IS NOT NULL AND known <> '' THEN
+        RETURN known::integer;
+    END IF;
+    IF pg_is_in_recovery() THEN
+        RETURN 0;
+    END IF;
+    BEGIN
+        known := ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::integer::text;
+    EXCEPTION WHEN OTHERS THEN
+        known := '0';
+    END;
+    PERFORM set_config('psync.timeline', known, false);
+    RETURN known::integer;
+END
 $$;
 
 -- `timeline`: the one the partition's versions after the last of `past_ends` were written on
