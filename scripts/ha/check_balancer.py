@@ -595,13 +595,7 @@ async def main_async(args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dir", help="a folder of `balancer.py start`")
-    args = parser.parse_args()
-    try:
-        asyncio.run(main_async(args))
-    except (CheckFailed, TimeoutError) as error:
-        say(f"FAILED: {error}")
-        sys.exit(1)
-    say("check-balancer: ok")
+    CHECKER.run(main_async(parser.parse_args()))
 
 
 if __name__ == "__main__":

@@ -313,13 +313,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dir")
     parser.add_argument("--psync", required=True)
-    args = parser.parse_args()
-    try:
-        asyncio.run(main_async(args))
-    except (CheckFailed, TimeoutError) as error:
-        say(f"FAILED: {error}")
-        sys.exit(1)
-    say("check-lost-tail: ok")
+    CHECKER.run(main_async(parser.parse_args()))
 
 
 if __name__ == "__main__":

@@ -81,6 +81,15 @@ class Checker:
             raise CheckFailed(what)
         self.say(f"ok: {what}")
 
+    def run(self, coroutine):
+        """Runs a check to its end: says `NAME: ok`, or `FAILED: …` and exits with status 1."""
+        try:
+            asyncio.run(coroutine)
+        except (CheckFailed, TimeoutError) as error:
+            self.say(f"FAILED: {error}")
+            sys.exit(1)
+        self.say(f"{self.name}: ok")
+
 
 # ---------------------------------------------------------------------------------------------
 # WebSocket sessions
