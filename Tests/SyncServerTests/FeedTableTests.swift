@@ -184,6 +184,14 @@ struct FeedTableTests {
         _ = other.join(ann, partition: room, generation: 1, from: position(6, timeline: 2))
         let unchecked = other.read(room, page: page(room, version: 6), end: position(6, timeline: 2))
         #expect(unchecked.resync.isEmpty)
+        // A member ahead of an older read on the partition's timeline waits for the feed.
+        var racing = Table()
+        _ = racing.join(ann, partition: room, generation: 1, from: position(5, timeline: 3))
+        _ = racing.join(bob, partition: room, generation: 1, from: position(9, timeline: 3))
+        _ = racing.readBegins(room)
+        let older = racing.read(room, page: page(room, version: 6), end: position(6, timeline: 3), history: (6, history))
+        #expect(older.resync.isEmpty, "bob's own read was newer than the feed's")
+        #expect(racing.counts == (1, 2))
     }
 
     @Test("a delivered member takes the timeline of the page's end with its position")

@@ -31,4 +31,17 @@ struct PartitionHistoryTests {
             #expect(!history.contains(version: version, timeline: timeline, head: 20), "v\(version) on \(timeline)")
         }
     }
+
+    @Test("a position read elsewhere is admitted ahead of the head only on the partition's current timeline")
+    func admits() {
+        // A newer read than this one: ahead of its head, on the timeline written now.
+        #expect(history.admits(version: 25, timeline: 5, head: 20))
+        // Ahead on another timeline: from a tail a failover lost.
+        #expect(!history.admits(version: 25, timeline: 3, head: 20))
+        #expect(!history.admits(version: 25, timeline: 0, head: 20))
+        // At or below the head, exactly as contains.
+        #expect(history.admits(version: 12, timeline: 3, head: 20))
+        #expect(!history.admits(version: 13, timeline: 3, head: 20))
+        #expect(history.admits(version: 0, timeline: 9, head: 20))
+    }
 }

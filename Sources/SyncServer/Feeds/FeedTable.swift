@@ -207,9 +207,10 @@ struct FeedTable {
         if let (head, history) = history {
             // A member ahead of the feed may hold a position of commits a failover lost (on
             // the feed's timeline too, when the feed's own position is older than the loss):
-            // it catches up alone, and is reset.
+            // it catches up alone, and is reset. One ahead of this read on the partition's
+            // timeline (its own read was newer) waits for the feed, as before.
             for (id, member) in feed.members
-            where !history.contains(version: member.position.version, timeline: member.timeline, head: head) {
+            where !history.admits(version: member.position.version, timeline: member.timeline, head: head) {
                 feed.members.removeValue(forKey: id)
                 outcome.resync.append(member)
             }

@@ -55,4 +55,14 @@ package struct PartitionHistory: Sendable, Hashable {
         if version == 0 { return true }
         return version <= head && timeline(of: version) == cursorTimeline
     }
+
+    /// Whether a position read elsewhere may be of this history, seen at `head` by a read that
+    /// can be older than the position: one the history ``contains(version:timeline:head:)``,
+    /// or one ahead of the head on the timeline the partition is written on now (a newer read
+    /// found it). A position ahead of the head on another timeline is from commits a failover
+    /// lost.
+    package func admits(version: Int64, timeline positionTimeline: Int32, head: Int64) -> Bool {
+        if version > head { return positionTimeline == timeline }
+        return contains(version: version, timeline: positionTimeline, head: head)
+    }
 }
