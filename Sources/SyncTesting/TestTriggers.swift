@@ -50,7 +50,9 @@ public enum TestTriggers {
         try await running([service(store, triggers)], body)
     }
 
-    /// Runs `body` while the services run (several: several instances); stops them gracefully afterwards.
+    /// Runs `body` while the services run (several: several instances), once each has
+    /// registered its triggers (a trigger handles the events committed after its
+    /// registration); stops them gracefully afterwards.
     package static func running<Result: Sendable>(_ services: [TriggerService], _ body: @Sendable () async throws -> Result) async throws -> Result {
         let group = ServiceGroup(services: services, gracefulShutdownSignals: [], logger: TestPostgres.makeLogger("psync.test.triggers"))
         return try await withThrowingTaskGroup(of: Result?.self) { tasks in
@@ -59,6 +61,11 @@ public enum TestTriggers {
                 return nil
             }
             do {
+                for service in services {
+                    guard try await eventually({ try await service.registered() }) else {
+                        throw TestTriggersError.notRegistered(service.triggers.map(\.name))
+                    }
+                }
                 let result = try await body()
                 await group.triggerGracefulShutdown()
                 while let next = try await tasks.next() { if next != nil { break } }
@@ -80,4 +87,9 @@ public enum TestTriggers {
         }
         return try await condition()
     }
+}
+
+/// The triggers did not register within ``TestTriggers/eventually(timeout:_:)``'s time.
+package enum TestTriggersError: Error {
+    case notRegistered([String])
 }

@@ -70,6 +70,13 @@ package final class TriggerService: Service, Sendable {
         }
     }
 
+    /// Whether every trigger of this service has its row in the ledger: from then on, the
+    /// events committed reach it (a trigger starts at the end of the event log when it is
+    /// registered).
+    package func registered() async throws -> Bool {
+        Set(triggers.map(\.name)).isSubset(of: try await runtime.ledger.activeNames())
+    }
+
     package func run() async throws {
         // Commits of this process that recorded events wake the sequencer at once; other
         // instances' commits arrive as `events` notifications.
