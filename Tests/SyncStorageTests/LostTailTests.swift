@@ -51,6 +51,14 @@ struct LostTailTests {
             for id in ["c", "d", "e"] { acks.append(try await put(store, id, "new")) }
             #expect(acks.map(\.version) == [3, 4, 5], "the versions of the lost commits are numbered again")
             #expect(CursorPosition(acks[0].cursor)?.timeline == oldTimeline + 1)
+            // A re-sent upload is answered from its stored outcome, its cursor on the timeline its
+            // version was written on.
+            let resentBefore = try await put(store, "b", "first")
+            #expect(resentBefore.isReplay && resentBefore.version == 2)
+            #expect(CursorPosition(resentBefore.cursor)?.timeline == oldTimeline)
+            let resentAfter = try await put(store, "c", "new")
+            #expect(resentAfter.isReplay && resentAfter.version == 3)
+            #expect(CursorPosition(resentAfter.cursor)?.timeline == oldTimeline + 1)
 
             let stored = try await store.snapshot(of: room)
             #expect(stored[key("ChatMessage", "phantom")] == nil)

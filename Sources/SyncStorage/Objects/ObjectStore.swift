@@ -40,8 +40,12 @@ package final class ObjectStore: Sendable {
         elementIndexes.withLock { $0 = names }
     }
 
-    package init(client: PostgresClient, configuration: StorageConfiguration = .init(), logger: Logger) {
+    /// The streaming replicas snapshots and catch-ups may be read from, if any.
+    package let replicas: ReadReplicas?
+
+    package init(client: PostgresClient, configuration: StorageConfiguration = .init(), replicas: ReadReplicas? = nil, logger: Logger) {
         self.client = client
+        self.replicas = replicas
         self.configuration = configuration
         self.logger = logger
         self.announcer = Announcer(client: client, logger: logger)
@@ -131,10 +135,7 @@ package final class ObjectStore: Sendable {
 
     /// The newest committed version of a partition (0 when nothing was ever written to it).
     package func headVersion(of partition: Partition) async throws -> Int64 {
-        let rows = try await client.fetch(
-            "SELECT version FROM psync_partitions WHERE partition = \(partition.description)", logger: logger)
-        for try await version in rows.decode(Int64.self) { return version }
-        return 0
+        try await head(of: partition).version
     }
 
     /// The newest committed version of a partition (0 when nothing was ever written to it), and

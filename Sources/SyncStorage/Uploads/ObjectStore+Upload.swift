@@ -230,22 +230,30 @@ extension ObjectStore {
 
     /// The stored outcome of an earlier upload with the same request id.
     func replay(_ upload: Upload, epoch: UUID) async throws -> UploadResult {
+        // The partition's history comes with the outcome: an applied upload's cursor names the
+        // timeline its version was written on.
         let rows = try await client.fetch(
             """
-            SELECT partition, outcome FROM psync_requests
-            WHERE principal = \(upload.principal) AND request_id = \(upload.requestId ?? "")
+            SELECT r.partition, r.outcome, p.timeline, p.past_timelines, p.past_ends
+            FROM psync_requests r LEFT JOIN psync_partitions p ON p.partition = r.partition
+            WHERE r.principal = \(upload.principal) AND r.request_id = \(upload.requestId ?? "")
             """, logger: logger)
-        for try await (partition, outcome) in rows.decode((String, JSONB).self) {
+        for try await (partition, outcome, timeline, pastTimelines, pastEnds) in rows.decode(
+            (String, JSONB, Int32?, [Int32]?, [Int64]?).self)
+        {
             guard partition == upload.partition.description else {
                 throw SyncError(
                     .badRequest, "requestId \(upload.requestId ?? "") was already used for partition \(partition)")
             }
             if let version = outcome.value["version"]?.intValue {
                 // The outcome was stored by the commit at that version: it is in this history.
-                let timeline = try await head(of: upload.partition).history.timeline(of: version)
+                let history = try timeline.map {
+                    try PartitionHistory(timeline: $0, pastTimelines: pastTimelines ?? [], pastEnds: pastEnds ?? [])
+                } ?? PartitionHistory()
                 return UploadResult(
                     partition: upload.partition, version: version,
-                    cursor: CursorPosition(epoch: epoch, version: version, timeline: timeline).cursor, changes: [], isReplay: true)
+                    cursor: CursorPosition(epoch: epoch, version: version, timeline: history.timeline(of: version)).cursor,
+                    changes: [], isReplay: true)
             }
             throw SyncError(
                 SyncError.Code(outcome.value["code"]?.stringValue ?? "internal"),
