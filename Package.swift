@@ -72,6 +72,8 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
                 // Periodic work ends with the service group's graceful shutdown.
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // Which replica serves the pages (ReadReplicas).
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             resources: [.copy("Migrations")],
             swiftSettings: swiftSettings

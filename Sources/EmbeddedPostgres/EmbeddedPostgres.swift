@@ -158,7 +158,8 @@ package final class EmbeddedPostgres: Service, Sendable {
         let result = try await Command.run(
             [bin + "/createdb", "-h", endpoint.host, "-p", "\(endpoint.port)", "-U", endpoint.username, name],
             asUser: runAs, environment: endpoint.password.map { ["PGPASSWORD": $0] } ?? [:])
-        if result.status != 0, !result.text.contains("already exists") {
+        // A standby (``standby(in:settings:)``) has the primary's databases and creates none.
+        if result.status != 0, !result.text.contains("already exists"), !result.text.contains("read-only transaction") {
             throw EmbeddedPostgresError(.commandFailed, "createdb \(name) failed: \(result.text)")
         }
     }
@@ -339,14 +340,14 @@ package final class EmbeddedPostgres: Service, Sendable {
         Command.runBlocking(arguments)
     }
 
-    private func check(_ output: Command.Output, _ what: String) throws {
+    func check(_ output: Command.Output, _ what: String) throws {
         guard output.status == 0 else {
             throw EmbeddedPostgresError(.commandFailed, "\(what) failed (status \(output.status)): \(output.text)")
         }
     }
 
     /// Creates the data directory's parent folders and hands the directory to `owner`.
-    private func prepareDirectory(_ path: String, owner: String?) throws {
+    func prepareDirectory(_ path: String, owner: String?) throws {
         let manager = FileManager.default
         do {
             try manager.createDirectory(atPath: path, withIntermediateDirectories: true)

@@ -90,6 +90,37 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
+    @Option(name: .customLong("replica-url"), help: "A streaming replica of the database that snapshots and catch-ups may be read from once it has replayed what they need; repeatable (env PSYNC_REPLICA_URLS, comma-separated). The role needs pg_monitor there (docs/SCALING.md).")
+    var replicaURLOptions: [String] = []
+
+    @Option(name: .customLong("replica-poll-ms"), help: "Milliseconds between looks at each replica and at the primary (env PSYNC_REPLICA_POLL_MS).")
+    var replicaPollMilliseconds: Int = ProcessInfo.processInfo.environment["PSYNC_REPLICA_POLL_MS"].flatMap(Int.init) ?? 250
+
+    @Option(name: .customLong("replica-max-lag-bytes"), help: "Bytes of WAL a replica may replay behind the primary and still be asked for pages (env PSYNC_REPLICA_MAX_LAG_BYTES).")
+    var replicaMaximumLagBytes: Int64 = ProcessInfo.processInfo.environment["PSYNC_REPLICA_MAX_LAG_BYTES"].flatMap(Int64.init) ?? 16 << 20
+
+    @Option(name: .customLong("replica-wait-ms"), help: "Milliseconds a replica a little behind is waited for before a page is read from the primary (env PSYNC_REPLICA_WAIT_MS).")
+    var replicaWaitMilliseconds: Int = ProcessInfo.processInfo.environment["PSYNC_REPLICA_WAIT_MS"].flatMap(Int.init) ?? 50
+
+    /// The replicas, from the options or else the environment.
+    func replicas() throws -> ReplicaConfiguration {
+        let texts = replicaURLOptions.isEmpty
+            ? (ProcessInfo.processInfo.environment["PSYNC_REPLICA_URLS"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            : replicaURLOptions
+        var configuration = ReplicaConfiguration()
+        configuration.urls = try texts.map { text in
+            do { return try DatabaseURL(text) } catch {
+                throw ValidationError("--replica-url: \(String(describing: error).replacingOccurrences(of: "DATABASE_URL", with: "the replica's URL"))")
+            }
+        }
+        configuration.pollInterval = .milliseconds(max(10, replicaPollMilliseconds))
+        configuration.maximumLagBytes = max(0, replicaMaximumLagBytes)
+        configuration.wait = .milliseconds(min(max(0, replicaWaitMilliseconds), 10_000))
+        configuration.readTimeout = configuration.wait + .seconds(2)
+        configuration.poolSize = max(1, database.maximumConnections / 2)
+        return configuration
+    }
+
     @Option(name: .customLong("idle-timeout"), help: "Seconds a WebSocket may stay silent before it is closed (env PSYNC_IDLE_TIMEOUT).")
     var idleTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_IDLE_TIMEOUT"].flatMap(Int.init) ?? 60
 
@@ -204,6 +235,7 @@ struct Serve: AsyncParsableCommand {
         try identity.apply(to: &configuration.auth, logger: logger)
         configuration.metricsPublic = metricsPublic
         configuration.trustedProxies = try trustedProxies()
+        configuration.replicas = try replicas()
         configuration.sessions.idleTimeout = .seconds(idleTimeout)
         configuration.triggers.leaseDuration = .seconds(triggerLease)
         configuration.triggers.leaseRenewal = .milliseconds(max(100, triggerLease * 1000 / 5))

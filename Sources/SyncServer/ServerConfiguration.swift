@@ -48,6 +48,8 @@ package struct ServerConfiguration: Sendable {
     /// Independent of ``changePollInterval``: deliveries between instances must not depend on
     /// the poll. Default 1 second.
     package var instanceHeartbeatInterval: Duration = .seconds(1)
+    /// Streaming replicas that snapshots and catch-ups may be read from. Default none.
+    package var replicas = ReplicaConfiguration()
     /// Connections in the PostgreSQL pool at most. Default 20.
     package var databasePoolSize: Int = 20
     /// How often an idle pooled connection is checked with a query, so a connection that died

@@ -80,8 +80,13 @@ package final class SyncServer: Service, Sendable {
         // How an operator tells this server's connections apart in `pg_stat_activity`.
         clientConfiguration.options.additionalStartupParameters.append(("application_name", "psync"))
         let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
+        let replicas = configuration.replicas.urls.isEmpty
+            ? nil
+            : ReadReplicas(
+                configuration: configuration.replicas, primary: client, applicationName: "psync", time: configuration.time,
+                metricsFactory: metrics.factory, logger: logger)
         do {
-            let (app, triggerHealth) = try await makeApplication(client: client)
+            let (app, triggerHealth) = try await makeApplication(client: client, replicas: replicas)
             self.triggerHealth.withLock { $0 = triggerHealth }
             // The application runs in a service group of its own, so the outer graceful
             // shutdown reaches it only after the sessions have wound down: each finishes the
@@ -103,6 +108,7 @@ package final class SyncServer: Service, Sendable {
                     }
                     for await _ in started {}
                     try await self.prepareDatabase(client: client)
+                    if let replicas { group.addTask { await replicas.run() } }
                     // Registered before serving, so the other instances start announcing.
                     try await self.runningInstances.withLock { $0 }?.register()
                     try await inner.run()
@@ -154,9 +160,9 @@ package final class SyncServer: Service, Sendable {
         sessions.sweep()
     }
 
-    private func makeApplication(client: PostgresClient) async throws -> (some Service, TriggerHealth) {
+    private func makeApplication(client: PostgresClient, replicas: ReadReplicas?) async throws -> (some Service, TriggerHealth) {
         let readiness = self.readiness
-        let store = ObjectStore(client: client, configuration: configuration.storage, logger: logger)
+        let store = ObjectStore(client: client, configuration: configuration.storage, replicas: replicas, logger: logger)
         let issuer = try await TokenIssuer(
             secret: configuration.auth.jwtSecret, lifetime: configuration.auth.accessTokenLifetime, time: configuration.time)
         if configuration.auth.jwtSecret == nil {

@@ -17,6 +17,8 @@ import Glibc
 final class BenchEnvironment: Sendable {
     let database: DatabaseURL
     let client: PostgresClient
+    /// The streaming replica the server reads pages from (`--replica`), if any.
+    let replica: DatabaseURL?
     let server: ServerProcess
     let store: ObjectStore
     let tokens: TokenIssuer
@@ -24,9 +26,13 @@ final class BenchEnvironment: Sendable {
     /// The run's scratch folder (on the database's machine for the embedded cluster).
     let folder: String
 
-    private init(database: DatabaseURL, client: PostgresClient, server: ServerProcess, tokens: TokenIssuer, logger: Logger, folder: String) {
+    private init(
+        database: DatabaseURL, client: PostgresClient, replica: DatabaseURL?, server: ServerProcess, tokens: TokenIssuer, logger: Logger,
+        folder: String
+    ) {
         self.folder = folder
         self.database = database
+        self.replica = replica
         self.client = client
         self.server = server
         self.store = ObjectStore(client: client, logger: logger)
@@ -62,13 +68,24 @@ final class BenchEnvironment: Sendable {
             progress("database \(name) on \(url.host):\(url.port)")
         } else {
             // Durable, as `psync serve` runs it: commits wait for the WAL flush.
-            let cluster = EmbeddedPostgres(
-                configuration: .init(dataDirectory: folder + "/postgres", settings: ["max_connections": "200"]), logger: logger)
+            // With a replica, both count their functions' calls: which served the pages.
+            let settings = ["max_connections": "200"].merging(options.replica ? ["track_functions": "all"] : [:]) { $1 }
+            let cluster = EmbeddedPostgres(configuration: .init(dataDirectory: folder + "/postgres", settings: settings), logger: logger)
             progress("starting an embedded PostgreSQL in \(folder)/postgres")
             database = try DatabaseURL(try await cluster.start().url)
             embedded = cluster
         }
+        var standby: EmbeddedPostgres?
+        var replica: DatabaseURL?
+        if options.replica {
+            guard let embedded else { throw BenchError("--replica starts a replica of the embedded cluster: leave out --database-url") }
+            progress("starting a streaming replica in \(folder)/replica")
+            let cluster = try await embedded.standby(in: folder + "/replica", settings: ["hot_standby_feedback": "on"])
+            standby = cluster
+            replica = try DatabaseURL(try await cluster.start().url)
+        }
         defer {
+            standby?.stopNow()
             embedded?.stopNow()
             if options.keep == nil { try? FileManager.default.removeItem(atPath: folder) }
         }
@@ -84,7 +101,8 @@ final class BenchEnvironment: Sendable {
             database: database,
             environment: [
                 "LOG_LEVEL": "warning", "PSYNC_IDLE_TIMEOUT": "600", "PSYNC_DB_POOL": "\(options.serverPool)",
-                "PSYNC_ACCESS_TOKEN_TTL": "3600",
+                "PSYNC_ACCESS_TOKEN_TTL": "3600", "PSYNC_METRICS_PUBLIC": "true",
+                "PSYNC_REPLICA_URLS": replica?.urlString ?? "", "PSYNC_REPLICA_POLL_MS": "100",
             ],
             executable: executable)
         progress("starting \(server.executablePath) on port \(server.port) (log: \(server.logPath))")
@@ -98,9 +116,10 @@ final class BenchEnvironment: Sendable {
         defer { interruption.cancel() }
         try await server.start(timeout: .seconds(60))
         let environment = BenchEnvironment(
-            database: database, client: client, server: server,
+            database: database, client: client, replica: replica, server: server,
             tokens: try await TokenIssuer(secret: TestServer.jwtSecret, lifetime: .seconds(3600)), logger: logger, folder: folder)
         do {
+            if replica != nil { try await environment.waitForReplica() }
             try await body(environment)
         } catch {
             await server.stop()
@@ -137,6 +156,41 @@ final class BenchEnvironment: Sendable {
             let kilobytes = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
             return kilobytes * 1024
         }
+        return 0
+    }
+
+    /// A sum of the server's metric `name` (the samples whose labels contain `labels`), from /metrics.
+    func serverMetric(_ name: String, labels: String = "") async throws -> Double {
+        let text = try await server.http.get("/metrics").text
+        var sum = 0.0
+        for line in text.split(separator: "\n") where line.hasPrefix(name + "{") || line.hasPrefix(name + " ") {
+            guard labels.isEmpty || line.contains(labels), let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
+            sum += value
+        }
+        return sum
+    }
+
+    /// Waits until the server has the replica in use (`--replica`).
+    func waitForReplica(timeout: Duration = .seconds(60)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await serverMetric("psync_replica_in_use") >= 1 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw BenchError("the server did not take the replica in use within \(timeout)")
+    }
+
+    /// Calls of `function` in `pg_stat_user_functions` on `url`'s server (statistics a backend
+    /// reports when it goes idle, within a second or, at the latest, ten).
+    func functionCalls(_ function: String, on url: DatabaseURL) async throws -> Int {
+        var configuration = url.clientConfiguration
+        configuration.options.maximumConnections = 1
+        let statistics = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let running = Task { await statistics.run() }
+        defer { running.cancel() }
+        let rows = try await statistics.query(
+            "SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_user_functions WHERE funcname = \(function)", logger: logger)
+        for try await calls in rows.decode(Int64.self) { return Int(calls) }
         return 0
     }
 

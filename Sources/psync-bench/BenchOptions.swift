@@ -18,6 +18,9 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "Server connections to PostgreSQL (psync --max-connections).")
     var serverPool = 20
 
+    @Flag(help: "Also start a streaming replica of the embedded cluster and give it to the server (--replica-url): snapshot and catch-up pages are read from it (bootstrap reports where they were served).")
+    var replica = false
+
     @Option(help: "Keep the server's log (and the embedded cluster's data) in this folder.")
     var keep: String?
 

@@ -41,6 +41,9 @@ struct BootstrapScenario {
         try await environment.waitForTriggers()
         try await Task.sleep(for: .seconds(1))
 
+        // With a replica: the pages each server served during the passes (the server's own
+        // count, and each PostgreSQL's statistics of the page functions).
+        let servedBefore = environment.replica == nil ? nil : try await ReplicaReads(environment)
         let rssBefore = environment.serverRSS()
         let peak = Locked(rssBefore)
         let sampling = Task {
@@ -88,6 +91,8 @@ struct BootstrapScenario {
             progress("bootstrap: \(received.current) objects in \(rounded(elapsed)) s")
         }
         sampling.cancel()
+        var served: JSONValue?
+        if let servedBefore { served = try await ReplicaReads.after(servedBefore, passes: passes.map(\.batches), environment) }
         let median = passes.sorted { $0.seconds < $1.seconds }[1]
         let rate = Double(median.objects) / median.seconds
 
@@ -100,7 +105,7 @@ struct BootstrapScenario {
             floorRows = floor.rows
         }
         let floorRate = floors.sorted()[1]
-        return [
+        var result: JSONValue = [
             "scenario": "bootstrap",
             "objects": .int(Int64(median.objects)), "batches": .int(Int64(median.batches)), "complete": .bool(passes.allSatisfy(\.complete)),
             "seconds": .double(rounded(median.seconds)),
@@ -114,6 +119,49 @@ struct BootstrapScenario {
             ],
             "ratio": ratio(rate, floorRate),
             "target": "ratio >= 0.5, memory not proportional to objects",
+        ]
+        if let served, case .object(var fields) = result {
+            fields["replica"] = served
+            result = .object(fields)
+        }
+        return result
+    }
+}
+
+/// Where a bootstrap's pages were read with `--replica`: the server's metrics and each
+/// PostgreSQL's function statistics, before and after the passes.
+struct ReplicaReads {
+    var replicaPages: Double
+    /// Pages read from the primary instead, by reason (`behind`, `failed`, `none`).
+    var fallbacks: [String: Double] = [:]
+    var primaryPageCalls: Int
+    var replicaPageCalls: Int
+
+    init(_ environment: BenchEnvironment) async throws {
+        replicaPages = try await environment.serverMetric("psync_replica_pages_total")
+        for reason in ["behind", "failed", "none"] {
+            fallbacks[reason] = try await environment.serverMetric("psync_replica_fallbacks_total", labels: "reason=\"\(reason)\"")
+        }
+        primaryPageCalls = try await environment.functionCalls("psync_page", on: environment.database)
+        replicaPageCalls = try await environment.functionCalls("psync_replica_page", on: environment.replica ?? environment.database)
+    }
+
+    /// The figures of the passes, once the replica's statistics count every page it served
+    /// (a backend reports them when it goes idle: within ten seconds).
+    static func after(_ before: ReplicaReads, passes: [Int], _ environment: BenchEnvironment) async throws -> JSONValue {
+        var now = try await ReplicaReads(environment)
+        let deadline = ContinuousClock.now + .seconds(15)
+        while Double(now.replicaPageCalls - before.replicaPageCalls) < now.replicaPages - before.replicaPages, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(250))
+            now = try await ReplicaReads(environment)
+        }
+        return [
+            "batchesReceived": .int(Int64(passes.reduce(0, +))),
+            "pagesFromReplica": .int(Int64(now.replicaPages - before.replicaPages)),
+            "pagesFromPrimaryInstead": .object(
+                Dictionary(uniqueKeysWithValues: now.fallbacks.map { ($0.key, .int(Int64($0.value - (before.fallbacks[$0.key] ?? 0)))) })),
+            "replicaStatistics": ["psync_replica_page calls": .int(Int64(now.replicaPageCalls - before.replicaPageCalls))],
+            "primaryStatistics": ["psync_page calls": .int(Int64(now.primaryPageCalls - before.primaryPageCalls))],
         ]
     }
 }

@@ -31,6 +31,37 @@ struct SessionSubscriptionsTests {
         #expect(second.start == position(5), "read ahead of the writer")
     }
 
+    @Test("a catch-up's pages share the replica target its first read took; a catch-up after the subscription went live takes a new one")
+    func replicaTarget() throws {
+        var outbox = SessionOutbox(byteLimit: 1_000, replyLimit: 10)
+        var subscriptions = SessionSubscriptions()
+        let (generation, _) = subscriptions.subscribe(wiki, from: nil, inputs: [], progress: false, outbox: &outbox)
+        let read1 = subscriptions.nextCatchUp(outbox: outbox)
+        let first = try #require(read1)
+        #expect(first.target == nil, "the first read asks the primary for its position")
+        let queued1 = subscriptions.catchUpRead(first, page: outboxPage(wiki, generation: generation, version: 2), target: ReadTarget(position: 700, timeline: 1), outbox: &outbox)
+        #expect(queued1)
+        let read2 = subscriptions.nextCatchUp(outbox: outbox)
+        let second = try #require(read2)
+        #expect(second.target == ReadTarget(position: 700, timeline: 1), "not a newer position for each page")
+        let queued2 = subscriptions.catchUpRead(second, page: outboxPage(wiki, generation: generation, version: 3), target: ReadTarget(position: 700, timeline: 1), outbox: &outbox)
+        #expect(queued2)
+        while case .page(let page)? = outbox.next() { _ = subscriptions.written(page, outbox: &outbox) }
+        let live = subscriptions.becomeLive(wiki, generation: generation)
+        #expect(live)
+        let behind = subscriptions.catchUpAgain(wiki, generation: generation)
+        #expect(behind)
+        let read3 = subscriptions.nextCatchUp(outbox: outbox)
+        let again = try #require(read3)
+        #expect(again.start == position(3))
+        #expect(again.target == nil, "behind its feed: the client may have seen commits after 700")
+        // A new subscription of the partition starts without one too.
+        subscriptions.catchUpFailed(again)
+        _ = subscriptions.subscribe(wiki, from: position(3), inputs: [], progress: false, outbox: &outbox)
+        let read4 = subscriptions.nextCatchUp(outbox: outbox)
+        #expect(read4 != nil && read4?.target == nil)
+    }
+
     @Test("at most four pages of one catch-up are pending; a written page lets the next read go")
     func readAhead() throws {
         var outbox = SessionOutbox(byteLimit: 1_000, replyLimit: 10)

@@ -120,14 +120,10 @@ def start_postgres(state):
     finally:
         os.remove(pwfile)
     port = state["ports"]["postgres"]
-    # the instances' pools (20 each by default) and listeners, psql beside them
-    options = (f"-c port={port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={pg_dir} "
-               f"-c max_connections={max(100, 25 * len(state['instances']) + 20)} -c shared_buffers=64MB "
-               f"-c cluster_name={state['scope']}")
     pg_log = logs(state, "postgres.log")
     open(pg_log, "a").close()
     chown_service(pg_log)
-    as_service_user([os.path.join(PG_BIN, "pg_ctl"), "start", "-w", "-t", "60", "-D", data, "-l", pg_log, "-o", options], env)
+    pg_ctl(data, "start", "-w", "-t", "60", "-l", pg_log, "-o", postgres_options(state, port, pg_dir, state["scope"]))
     state["postgres_data"] = data
     psql(state, port, "CREATE ROLE psync LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS "
          f"PASSWORD '{passwords['psync']}'")
@@ -136,13 +132,28 @@ def start_postgres(state):
     return f"postgres://psync:{passwords['psync']}@127.0.0.1:{port}/psync?sslmode=disable"
 
 
-def stop_postgres(state):
-    data = state.get("postgres_data")
+def postgres_options(state, port, socket_dir, name):
+    """pg_ctl's `-o` for a PostgreSQL of ours on 127.0.0.1:port (its socket in socket_dir,
+    `name` its cluster_name in the process titles): room for the instances' pools (20 each by
+    default) and listeners, psql beside them."""
+    return (f"-c port={port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={socket_dir} "
+            f"-c max_connections={max(100, 25 * len(state['instances']) + 20)} -c shared_buffers=64MB "
+            f"-c cluster_name={name}")
+
+
+def pg_ctl(data, *args, timeout=90):
+    """`pg_ctl ARGS -D data` as the service user (its HOME the folder that holds data)."""
+    return as_service_user([os.path.join(PG_BIN, "pg_ctl"), *args, "-D", data], service_env(os.path.dirname(data)),
+                           timeout=timeout)
+
+
+def stop_postgres(state, data=None):
+    """A fast stop of the PostgreSQL in `data` (default: start_postgres's) if it runs."""
+    data = data or state.get("postgres_data")
     if not data or not os.path.exists(os.path.join(data, "postmaster.pid")):
         return
     try:
-        as_service_user([os.path.join(PG_BIN, "pg_ctl"), "stop", "-w", "-t", "30", "-m", "fast", "-D", data],
-                        service_env(os.path.dirname(data)), timeout=40)
+        pg_ctl(data, "stop", "-w", "-t", "30", "-m", "fast", timeout=40)
     except (Failure, subprocess.TimeoutExpired) as error:
         log(f"pg_ctl stop: {error}")
 

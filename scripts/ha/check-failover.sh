@@ -8,8 +8,8 @@
 #
 # Without --sync or --async it runs both, one after the other: first Patroni's synchronous_mode,
 # then asynchronous replication. The short version (the default) has 3 faults per trial; --long
-# has 20, 10 of them SIGKILLs of the primary's postmaster; --faults N any number (CI runs 2: a
-# SIGKILL and a switchover). Each trial prints its seed;
+# has 20, 10 of them SIGKILLs of the primary's postmaster; --faults N any number (CI runs 1: a
+# SIGKILL of the primary). Each trial prints its seed;
 # pass it back with --seed to replay the same schedule. Other options go to trial.py as they are.
 #
 # The server is $PSYNC_BIN, else .build/release/psync, else .build/debug/psync. Tools come from

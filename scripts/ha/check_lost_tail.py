@@ -40,9 +40,10 @@ import websockets
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from balancer import as_service_user, start_postgres  # noqa: E402
-from cluster import PG_BIN, chown_service, psql, service_env  # noqa: E402
-from harness import CheckFailed, Checker, Instance, connect, eventually, free_port, messages, post_upload, pull, register  # noqa: E402
+from balancer import as_service_user, pg_ctl, postgres_options, start_postgres, stop_postgres  # noqa: E402
+from cluster import chown_service, psql  # noqa: E402
+from harness import (CheckFailed, Checker, Copy, Instance, connect, eventually, free_port, messages, post_upload,  # noqa: E402
+                     pull, pull_all, register, share_conversation)
 from probe_failover import message_body  # noqa: E402
 
 ROOM = "lost-tail-room"
@@ -51,27 +52,6 @@ CONVERSATION = f"conversation={ROOM}"
 
 CHECKER = Checker("check-lost-tail")
 say, check = CHECKER.say, CHECKER.check
-
-
-class Copy:
-    """A client's copy of one partition from the `changes` messages of a session."""
-
-    def __init__(self):
-        self.objects = {}
-        self.cursor = None
-        self.resets = 0
-
-    def apply(self, message):
-        if message.get("reset"):
-            self.objects.clear()
-            self.resets += 1
-        for obj in message.get("objects", []):
-            key = (obj["collection"], obj["id"])
-            if obj.get("deleted"):
-                self.objects.pop(key, None)
-            else:
-                self.objects[key] = obj.get("body")
-        self.cursor = message.get("cursor", self.cursor)
 
 
 class Session:
@@ -117,14 +97,9 @@ class Run:
 
     # --- PostgreSQL ---------------------------------------------------------------------------
 
-    def pg_ctl(self, *args):
-        as_service_user([os.path.join(PG_BIN, "pg_ctl"), *args], service_env(os.path.dirname(self.data)), timeout=90)
-
     def start_pg(self):
-        port = self.state["ports"]["postgres"]
-        options = (f"-c port={port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={os.path.dirname(self.data)} "
-                   f"-c max_connections=100 -c shared_buffers=64MB")
-        self.pg_ctl("start", "-w", "-t", "60", "-D", self.data, "-l", self.pg_log, "-o", options)
+        options = postgres_options(self.state, self.state["ports"]["postgres"], os.path.dirname(self.data), self.state["scope"])
+        pg_ctl(self.data, "start", "-w", "-t", "60", "-l", self.pg_log, "-o", options)
 
     def timeline(self):
         out = psql(self.state, self.state["ports"]["postgres"], "SELECT substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)")
@@ -146,19 +121,8 @@ class Run:
         self.acked.add(message_id)
 
     async def stored(self, user, partition):
-        objects, cursor = {}, None
-        while True:
-            page = await pull(self.instance, user["accessToken"], partition, cursor)
-            if page.get("reset"):
-                objects.clear()
-            for obj in page["objects"]:
-                if obj.get("deleted"):
-                    objects.pop((obj["collection"], obj["id"]), None)
-                else:
-                    objects[(obj["collection"], obj["id"])] = obj.get("body")
-            cursor = page["cursor"]
-            if page["upToDate"]:
-                return objects, cursor
+        copy = await pull_all(self.instance, user["accessToken"], partition)
+        return copy.objects, copy.cursor
 
     async def unread(self):
         objects, _ = await self.stored(self.bob, f"user={self.bob['userId']}")
@@ -193,28 +157,8 @@ class Run:
         await self.instance.wait_ready()
         self.alice = await register(self.instance, "alice@example.com")
         self.bob = await register(self.instance, "bob@example.com")
-
-        async def has_record(user):
-            objects, _ = await self.stored(user, f"user={user['userId']}")
-            return ("User", user["userId"]) in objects
-        for user in (self.alice, self.bob):
-            await eventually(f"{user['userId']}'s User record", lambda u=user: has_record(u), 30, interval=0.05)
-        members = [{"userName": "alice@example.com", "membershipStatus": "Membership active"},
-                   {"userName": "bob@example.com", "membershipStatus": "User added, but invite pending"}]
-        status, code, _, _ = await post_upload(
-            self.instance, self.alice["accessToken"], f"user={self.alice['userId']}",
-            {"requestId": "create-room", "operations": [
-                {"op": "arrayAppend", "collection": "User", "id": self.alice["userId"], "path": "conversations",
-                 "value": {"id": ROOM, "displayName": "lost tail", "unreadCount": 0, "members": members}}]})
-        check(status == 200, f"Alice creates a conversation with Bob ({code})")
-
-        async def bob_is_member():
-            try:
-                await pull(self.instance, self.bob["accessToken"], CONVERSATION)
-                return True
-            except Exception:  # noqa: BLE001 - 403 until the membership trigger ran
-                return False
-        await eventually("Bob to be a member", bob_is_member, 30, interval=0.05)
+        await share_conversation(self.instance, ROOM, "lost tail", {"alice@example.com": self.alice, "bob@example.com": self.bob})
+        check(True, "Alice created a conversation with Bob")
         self.session = Session(self.instance, self.bob["accessToken"], [CONVERSATION, f"user={self.bob['userId']}"])
 
         say("== 1. five messages")
@@ -224,7 +168,7 @@ class Run:
         await self.converged("Bob's copies to have the five messages")
 
         say("== 2. the standby: PostgreSQL's files after a clean stop")
-        self.pg_ctl("stop", "-w", "-t", "60", "-m", "fast", "-D", self.data)
+        pg_ctl(self.data, "stop", "-w", "-t", "60", "-m", "fast")
         as_service_user(["cp", "-a", self.data, self.standby])
         self.start_pg()
         await self.instance.wait_ready()
@@ -242,7 +186,7 @@ class Run:
 
         say("== 4. the failover: PostgreSQL killed, the standby's files promoted")
         started = time.monotonic()
-        self.pg_ctl("stop", "-w", "-t", "60", "-m", "immediate", "-D", self.data)
+        pg_ctl(self.data, "stop", "-w", "-t", "60", "-m", "immediate")
         as_service_user(["mv", self.data, self.data + ".lost"])
         as_service_user(["mv", self.standby, self.data])
         signal_file = os.path.join(self.data, "recovery.signal")
@@ -291,11 +235,7 @@ class Run:
     def stop(self):
         if self.instance:
             self.instance.kill()
-        if os.path.exists(os.path.join(self.data, "postmaster.pid")):
-            try:
-                self.pg_ctl("stop", "-w", "-t", "30", "-m", "fast", "-D", self.data)
-            except Exception as error:  # noqa: BLE001 - cleanup
-                say(f"pg_ctl stop: {error}")
+        stop_postgres(self.state)
 
 
 async def main_async(args):

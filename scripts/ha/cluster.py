@@ -595,10 +595,17 @@ def cmd_start(args):
              f"PASSWORD '{password}'")
         psql(state, layout.haproxy_primary, "CREATE DATABASE psync OWNER psync")
         psql(state, layout.haproxy_primary, "REVOKE ALL ON DATABASE psync FROM PUBLIC")
+        # a replica's WAL receiver (status, timeline) is shown to pg_read_all_stats only: the
+        # instances read pages from replicas only when they can see that (--replica-url)
+        psql(state, layout.haproxy_primary, "GRANT pg_monitor TO psync")
         state["database_url"] = (f"postgres://psync:{password}@127.0.0.1:{layout.haproxy_primary}/psync"
                                  "?sslmode=disable")
         state["replicas_url"] = (f"postgres://psync:{password}@127.0.0.1:{layout.haproxy_replicas}/psync"
                                  "?sslmode=disable")
+        # each node's own port, as an instance's --replica-url (PSYNC_REPLICA_URLS): the
+        # primary's is out of reads (not a standby) and comes in when it is demoted
+        state["node_urls"] = [f"postgres://psync:{password}@127.0.0.1:{layout.pg_port(name)}/psync?sslmode=disable"
+                              for name in layout.names()]
         state["superuser_url"] = (f"postgres://postgres:{passwords['superuser']}@127.0.0.1:"
                                   f"{layout.haproxy_primary}/postgres?sslmode=disable")
 

@@ -1,7 +1,7 @@
 """Pieces the failover scripts share: running scripts/ha/cluster.py, `psync serve` instances on
 the cluster, WebSocket sessions, RChat accounts and uploads over HTTP, polling with a deadline,
-and reading a server's log. Imported by probe_failover.py, trial.py, check_balancer.py and
-check_lost_tail.py (run with .build-ha-venv/bin/python,
+reading a server's log and its /metrics. Imported by probe_failover.py, trial.py,
+check_balancer.py, check_lost_tail.py and check_replicas.py (run with .build-ha-venv/bin/python,
 which has httpx and websockets: scripts/install-ha-tools.sh).
 """
 
@@ -181,6 +181,12 @@ class Instance:
             self.process.wait()
         self.log_file.close()
 
+    async def metrics(self):
+        """The server's GET /metrics (public: PSYNC_METRICS_PUBLIC), as ``Metrics``."""
+        response = await self.http.get("/metrics", timeout=5)
+        response.raise_for_status()
+        return Metrics(response.text)
+
     async def trigger_health(self):
         """/health/triggers: its status and the problems of each trigger that has some."""
         try:
@@ -191,6 +197,29 @@ class Instance:
                     "lag": {t["name"]: t.get("lag") for t in body.get("triggers", [])}}
         except (httpx.HTTPError, ValueError) as error:
             return {"error": type(error).__name__}
+
+
+class Metrics:
+    """A server's metrics, from Prometheus' text format: `value(name, **labels)` is the sum of
+    the samples of `name` whose labels include those given (0 when there is none)."""
+
+    SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
+    LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+    def __init__(self, text):
+        self.samples = []  # (name, {label: value}, value)
+        for line in text.splitlines():
+            match = self.SAMPLE.match(line)
+            if not match or line.startswith("#"):
+                continue
+            try:
+                value = float(match.group(3))
+            except ValueError:
+                continue
+            self.samples.append((match.group(1), dict(self.LABEL.findall(match.group(2) or "")), value))
+
+    def value(self, name, **labels):
+        return sum(v for n, ls, v in self.samples if n == name and all(ls.get(k) == w for k, w in labels.items()))
 
 
 def interesting_log_lines(text, limit=12):
@@ -256,3 +285,69 @@ async def pull(instance, token, partition, cursor=None):
                                        headers={"Authorization": f"Bearer {token}"})
     response.raise_for_status()
     return response.json()
+
+
+class Copy:
+    """A client's copy of one partition, from `changes` messages of a session or pages of an
+    HTTP pull."""
+
+    def __init__(self, cursor=None):
+        self.objects = {}
+        self.cursor = cursor
+        self.resets = 0
+        self.applied = 0  # batches or pages
+
+    def apply(self, message):
+        self.applied += 1
+        if message.get("reset"):
+            self.objects.clear()
+            self.resets += 1
+        for obj in message.get("objects", []):
+            key = (obj["collection"], obj["id"])
+            if obj.get("deleted"):
+                self.objects.pop(key, None)
+            else:
+                self.objects[key] = obj.get("body")
+        self.cursor = message.get("cursor", self.cursor)
+
+    def ids(self, collection):
+        """The ids of the copy's objects of `collection`."""
+        return {key[1] for key in self.objects if key[0] == collection}
+
+
+async def pull_all(instance, token, partition, cursor=None):
+    """Pages of GET /v1/partitions/P/changes from `cursor` (none: a snapshot) until one is up
+    to date: a Copy of what they held, its cursor the last page's."""
+    copy = Copy(cursor)
+    while True:
+        page = await pull(instance, token, partition, copy.cursor)
+        copy.apply(page)
+        if page["upToDate"]:
+            return copy
+
+
+async def share_conversation(instance, room, display_name, users, timeout=30):
+    """An RChat conversation `room` of `users` ({email: user from `register`}): the first
+    creates it in its User record once each user's record exists (RChat's trigger makes them),
+    the others invited; returns when each of them may read `conversation=ROOM`."""
+    async def has_record(user):
+        copy = await pull_all(instance, user["accessToken"], f"user={user['userId']}")
+        return ("User", user["userId"]) in copy.objects
+    for user in users.values():
+        await eventually(f"{user['userId']}'s User record", lambda u=user: has_record(u), timeout, interval=0.05)
+    (owner_email, owner), *_ = users.items()
+    members = [{"userName": email, "membershipStatus": "Membership active" if email == owner_email
+                else "User added, but invite pending"} for email in users]
+    status, code, _, _ = await post_upload(
+        instance, owner["accessToken"], f"user={owner['userId']}",
+        {"requestId": f"create-{room}", "operations": [
+            {"op": "arrayAppend", "collection": "User", "id": owner["userId"], "path": "conversations",
+             "value": {"id": room, "displayName": display_name, "unreadCount": 0, "members": members}}]})
+    if status != 200:
+        raise CheckFailed(f"{owner_email} could not create the conversation {room}: {status} {code}")
+
+    async def member(user):
+        await pull(instance, user["accessToken"], f"conversation={room}")  # 403 until the membership trigger ran
+        return True
+    for email, user in users.items():
+        await eventually(f"{email} to be a member of {room}", lambda u=user: member(u), timeout, interval=0.05)

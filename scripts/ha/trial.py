@@ -4,11 +4,12 @@ failovers, with checks that fail for the bug they name.
 
     .build-ha-venv/bin/python scripts/ha/trial.py [--psync PATH] [--sync] [--faults N] [--seed S]
         [--dir DIR] [--base-port 29400] [--users 4] [--conversations 3] [--writers 4]
-        [--no-lost-tail] [--keep]
+        [--replicas] [--no-lost-tail] [--keep]
 
 Starts three PostgreSQL nodes under Patroni and etcd with HAProxy in front (scripts/ha/cluster.py;
 --sync: Patroni's synchronous_mode), two instances A and B of `psync serve` on HAProxy's primary
-port, RChat users and conversations (each conversation has its creator and some of the others
+port (with --replicas, B also reads snapshots and catch-ups from the nodes that are replicas
+now: every node's own port as a --replica-url), RChat users and conversations (each conversation has its creator and some of the others
 as members). Then, all the time:
 
 - writers: each a user posting ChatMessages into its conversations through one instance, over
@@ -587,8 +588,13 @@ class Trial:
         log_dir = os.path.join(self.dir, "logs")
         env = {"PSYNC_ACCESS_TOKEN_TTL": "86400", "PSYNC_REGISTRATIONS_PER_ADDRESS": "1000"}
         for name in ("A", "B"):
+            own = dict(env)
+            if name == "B" and self.args.replicas:
+                # B reads snapshots and catch-ups from whichever nodes are replicas (the primary's
+                # own URL is out of reads until it is demoted); A reads everything from the primary
+                own.update(PSYNC_REPLICA_URLS=",".join(self.state["node_urls"]), PSYNC_REPLICA_POLL_MS="100")
             self.instances[name] = Instance(name, self.args.psync, self.state["database_url"], log_dir, self.secret,
-                                            extra_env=env)
+                                            extra_env=own)
         for name in ("A", "B"):
             await self.instances[name].wait_ready()
         say(f"A and B ready (ports {self.instances['A'].port}, {self.instances['B'].port})")
@@ -1202,6 +1208,14 @@ async def main_async(args):
             await trial.check_subscribers("after the lost tail")
             await trial.check_triggers("after the lost tail")
         trial.report["figures"] = trial.figures()
+        if args.replicas:
+            # what B read from the replicas, and from the primary instead (docs/SCALING.md, "Reads from replicas")
+            metrics = await trial.instances["B"].metrics()
+            reads = {"replica_pages": int(metrics.value("psync_replica_pages_total"))}
+            reads.update({f"primary_{reason}": int(metrics.value("psync_replica_fallbacks_total", reason=reason))
+                          for reason in ("behind", "failed", "none")})
+            trial.report["figures"]["replica_reads_b"] = reads
+            say(f"B's pages: {reads}")
         await trial.sigterm()
     except Exception as error:  # noqa: BLE001 - reported, then everything is stopped
         say(f"the trial could not go on: {type(error).__name__}: {error}")
@@ -1255,6 +1269,8 @@ def main():
     parser.add_argument("--writers", type=int, default=4, help="writers: even ones over HTTP, odd ones over a WebSocket")
     parser.add_argument("--pace", type=float, default=0.15, help="mean seconds between a writer's uploads")
     parser.add_argument("--ttl", type=int, default=20, help="Patroni's leader TTL (s): the freezes are 0.4 × and TTL + 8 s")
+    parser.add_argument("--replicas", action="store_true",
+                        help="instance B reads snapshots and catch-ups from the nodes that are replicas (--replica-url)")
     parser.add_argument("--no-lost-tail", action="store_true", help="skip the lost-tail scenario (asynchronous mode)")
     parser.add_argument("--stop-bound", type=float, default=10.0, help="seconds SIGTERM may take to stop an instance")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder after a pass")

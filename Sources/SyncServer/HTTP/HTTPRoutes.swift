@@ -138,7 +138,9 @@ struct HTTPRoutes: Sendable {
             guard let value = Int(String(text)), value > 0 else { throw SyncError(.badRequest, "limit is a positive integer") }
             limit = value
         }
-        let batch = try await store.changes(in: partition, after: cursor.flatMap { $0.rawValue.isEmpty ? nil : $0 }, limit: limit)
+        // From a replica that has replayed every commit the client may have seen, if one is in use.
+        let batch = try await store.changes(
+            in: partition, after: cursor.flatMap { $0.rawValue.isEmpty ? nil : $0 }, limit: limit, target: try await store.readTarget())
         metrics.pushed(batch.objects.count)
         return .json(batch.json)
     }

@@ -34,6 +34,10 @@ struct SessionSubscriptions {
         /// The client asked for progress and the catch-up's first page is not read yet: that
         /// page says how many objects the catch-up holds (`total`).
         var countsTotal = false
+        /// The primary's WAL position when the catch-up started, which its pages must include
+        /// when read from a replica (``ObjectStore/readTarget()``); `nil` before its first read,
+        /// or without replicas in use.
+        var readTarget: ReadTarget?
     }
 
     /// A catch-up read to make: the page from `start` (`nil`: a snapshot's first) of the
@@ -44,6 +48,8 @@ struct SessionSubscriptions {
         var start: CursorPosition?
         /// Count the objects the catch-up holds (the first page of a catch-up asked with progress).
         var countsTotal: Bool
+        /// What its pages must include when read from a replica (`nil`: not known yet).
+        var target: ReadTarget? = nil
     }
 
     /// What became of a page the hub handed to a live subscription.
@@ -123,7 +129,7 @@ struct SessionSubscriptions {
         if subscription.countsTotal { counted.insert(partition) }
         return CatchUpRead(
             partition: partition, generation: subscription.generation, start: subscription.queued ?? subscription.delivered,
-            countsTotal: subscription.countsTotal)
+            countsTotal: subscription.countsTotal, target: subscription.readTarget)
     }
 
     /// A catch-up read failed: the subscription reads again later (and counts then, if this
@@ -137,9 +143,11 @@ struct SessionSubscriptions {
 
     /// A catch-up read returned its page: queued, unless the subscription ended or was
     /// replaced meanwhile, or the queue refuses it (closed, or full).
-    mutating func catchUpRead(_ read: CatchUpRead, page: SessionOutbox.Page, outbox: inout SessionOutbox) -> Bool {
+    /// `target` is what its pages must include when read from a replica, for the catch-up's next reads.
+    mutating func catchUpRead(_ read: CatchUpRead, page: SessionOutbox.Page, target: ReadTarget? = nil, outbox: inout SessionOutbox) -> Bool {
         guard let subscription = all[read.partition], subscription.generation == read.generation else { return false }
         all[read.partition]?.fetching = false
+        all[read.partition]?.readTarget = target
         return queue(page, outbox: &outbox)
     }
 
@@ -150,6 +158,8 @@ struct SessionSubscriptions {
             !subscription.fetching
         else { return false }
         subscription.mode = .live
+        // A later catch-up (behind its feed, an overflow) starts from a new position.
+        subscription.readTarget = nil
         all[partition] = subscription
         return true
     }

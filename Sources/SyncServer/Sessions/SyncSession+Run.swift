@@ -196,8 +196,13 @@ extension SyncSession {
             let partition = read.partition
             var page: EncodedChangeBatch
             let reached: CursorPosition
+            var target = read.target
             do {
-                let found = try await services.store.encodedPage(in: partition, from: read.start, limit: services.configuration.batchSize)
+                // A catch-up's pages may come from a replica that has replayed the primary's WAL
+                // as far as it was when the catch-up started: every commit the client has seen.
+                if target == nil { target = try await services.store.readTarget() }
+                let found = try await services.store.encodedPage(
+                    in: partition, from: read.start, limit: services.configuration.batchSize, target: target)
                 (page, reached) = (found.batch, found.end)
                 // Progress, when asked for: the first page of a catch-up that more pages follow
                 // counts the rest.
@@ -219,7 +224,7 @@ extension SyncSession {
             let queued = SessionOutbox.Page(partition: partition, generation: read.generation, end: reached, bytes: page.messageBuffer())
             let isQueued = state.withLock { state -> Bool in
                 guard !state.lifecycle.isClosing else { return false }
-                guard state.subscriptions.catchUpRead(read, page: queued, outbox: &state.outbox) else { return false }
+                guard state.subscriptions.catchUpRead(read, page: queued, target: target, outbox: &state.outbox) else { return false }
                 services.metrics.observeQueue(bytes: state.outbox.pageBytes)
                 return true
             }

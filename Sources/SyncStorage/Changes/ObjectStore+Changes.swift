@@ -11,10 +11,13 @@ extension ObjectStore {
     /// happened before it started; it reads in bounded pages, each its own short query, and
     /// is consistent once a page has `upToDate`, because objects changed meanwhile move to
     /// higher versions that later pages include.
-    package func changes(in partition: Partition, after cursor: Cursor?, limit: Int? = nil) async throws -> ChangeBatch {
+    ///
+    /// With `target` (``readTarget()``), the page may come from a streaming replica that has
+    /// replayed the primary's WAL that far; otherwise it is read from the primary.
+    package func changes(in partition: Partition, after cursor: Cursor?, limit: Int? = nil, target: ReadTarget? = nil) async throws -> ChangeBatch {
         // A cursor from a client: one this server did not hand out starts a snapshot.
         let page = try await changePage(in: partition, from: cursor.flatMap(CursorPosition.init), limit: limit) { position, limit, floor in
-            try await self.rows(partition, from: position, limit: limit, floor: floor) { key, version, body in
+            try await self.rows(partition, from: position, limit: limit, floor: floor, target: target) { key, version, body in
                 // Stored bodies were checked against the limits on the way in; the parser's own
                 // nesting limit here only guards against a corrupted or hand-edited row.
                 SyncObject(key: key, version: version, body: try body.map { try JSONParser(maximumDepth: 512).parse($0) }?.objectValue)
@@ -45,11 +48,13 @@ extension ObjectStore {
     /// The same page as ``encodedChanges(in:from:limit:)``, its objects written one after
     /// the other into one buffer as they are read: what a session sends for a snapshot or
     /// catch-up, where a page goes out whole. No object of its own per row, no key strings but
-    /// the last.
-    package func encodedPage(in partition: Partition, from position: CursorPosition?, limit: Int? = nil) async throws -> PositionedPage {
+    /// the last. With `target`, it may come from a replica, as in ``changes(in:after:limit:target:)``.
+    package func encodedPage(in partition: Partition, from position: CursorPosition?, limit: Int? = nil, target: ReadTarget? = nil) async throws
+        -> PositionedPage
+    {
         let page = try await changePage(in: partition, from: position, limit: limit) { position, limit, floor -> PageRead<(bytes: [UInt8], count: Int)> in
             var json: [UInt8] = []
-            let found = try await self.walk(partition, from: position, limit: limit, floor: floor) { collection, id, version, body in
+            let found = try await self.walk(partition, from: position, limit: limit, floor: floor, target: target) { collection, id, version, body in
                 let first = json.isEmpty
                 if !first { json.append(UInt8(ascii: ",")) }
                 EncodedChangeBatch.Object.write(collection: collection, id: id, version: version, bodyText: body, to: &json)
@@ -63,6 +68,13 @@ extension ObjectStore {
             partition: partition, objectsJSON: page.objects.bytes, objectCount: page.objects.count, cursor: page.end.cursor,
             upToDate: page.upToDate, reset: page.reset, version: page.version)
         return PositionedPage(batch: batch, end: page.end, history: (page.head, page.history))
+    }
+
+    /// What a snapshot or catch-up about to start asks its pages to include when they are read
+    /// from a replica: the primary's WAL position now (``ReadReplicas/target()``); `nil` when no
+    /// replica is in use, and the pages are read from the primary.
+    package func readTarget() async throws -> ReadTarget? {
+        try await replicas?.target()
     }
 
     /// The snapshot and cursor logic around one read of a page (`read(position, limit, floor)`):
@@ -137,12 +149,12 @@ extension ObjectStore {
 
     /// The page's objects, each made by `object`.
     private func rows<Object>(
-        _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?,
+        _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?, target: ReadTarget? = nil,
         object: (ObjectKey, Int64, UnsafeRawBufferPointer?) throws -> Object
     ) async throws -> PageRead<[Object]> {
         var objects: [Object] = []
         objects.reserveCapacity(min(limit, 1024))
-        let found = try await walk(partition, from: position, limit: limit, floor: floor) { collection, id, version, body in
+        let found = try await walk(partition, from: position, limit: limit, floor: floor, target: target) { collection, id, version, body in
             let key = ObjectKey(
                 uncheckedCollection: String(decoding: collection, as: UTF8.self), id: String(decoding: id, as: UTF8.self))
             objects.append(try object(key, version, body))
@@ -159,68 +171,150 @@ extension ObjectStore {
     /// postgres-nio's generic decoding, which costs a type lookup per row. The page also ends
     /// before an object that would take it past `maximumPageBytes` (a first object goes in
     /// whatever its size); the rest of the rows are then not read.
+    ///
+    /// With `target` and a replica in use, the page is asked of the replica first
+    /// (``ReadReplicas``) and read whole within ``ReplicaConfiguration/readTimeout`` before its
+    /// rows are handed over. A replica that has not replayed the primary's WAL up to `target`
+    /// within ``ReplicaConfiguration/wait``, or one that fails or does not answer in time, has
+    /// the page read from the primary instead.
     private func walk(
-        _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?,
+        _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?, target: ReadTarget? = nil,
         object: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, Int64, UnsafeRawBufferPointer?) throws -> Void
     ) async throws -> PageRead<Int> {
+        if let target, let replicas, let replica = replicas.choose(target: target) {
+            let (logger, maximumPageBytes, wait) = (self.logger, configuration.maximumPageBytes, replicas.waitMilliseconds)
+            do {
+                let rows = try await withDeadline(replicas.configuration.readTimeout, "a page read from replica \(replica.name)") {
+                    try await replica.client.withOpenConnection { connection in
+                        let rows = try await connection.query(
+                            """
+                            SELECT * FROM psync_replica_page(\(target.position), \(target.timeline), \(wait),
+                                                             \(partition.description), \(position.version), \(position.after?.collection)::text,
+                                                             \(position.after?.id)::text, \(floor)::bigint, \(limit + 1))
+                            """, logger: logger)
+                        var collected: [PostgresRow] = []
+                        var bytes = 0
+                        for try await row in rows {
+                            collected.append(row)
+                            bytes += PageWalk.size(of: row)
+                            // The walk ends the page before the row that takes it past the bytes.
+                            if bytes > maximumPageBytes { break }
+                        }
+                        return collected
+                    }
+                }
+                var walk = PageWalk(limit: limit, maximumPageBytes: maximumPageBytes)
+                for row in rows {
+                    guard try walk.take(row, object) else { break }
+                }
+                replicas.served(replica.index)
+                return walk.found
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "PSR01" {
+                replicas.behind(replica.index)
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "40001" {
+                // Cancelled by a conflict with the replica's recovery (hot standby): the
+                // replica stays in use.
+                replicas.behind(replica.index)
+            } catch {
+                // Another timeline or not streaming (PSR02), unreachable, too slow: out until
+                // the monitor finds it right again.
+                if Task.isCancelled { throw error }
+                replicas.failed(replica.index, error)
+            }
+        }
         // Streamed inside the lease (not `fetch`): a page's rows are decoded as they arrive.
-        try await client.withOpenConnection { connection in
+        return try await client.withOpenConnection { connection in
             let rows = try await connection.query(
                 """
                 SELECT * FROM psync_page(\(partition.description), \(position.version), \(position.after?.collection)::text,
                                          \(position.after?.id)::text, \(floor)::bigint, \(limit + 1))
                 """, logger: logger)
-            var found = PageRead<Int>(objects: 0)
-            var last: (version: Int64, collection: ByteBuffer, id: ByteBuffer)?
-            var bytes = 0
-            var first = true
+            var walk = PageWalk(limit: limit, maximumPageBytes: configuration.maximumPageBytes)
             for try await row in rows {
-                var cells = row.makeIterator()
-                guard let head = cells.next(), let pruned = cells.next(), let collection = cells.next(), let id = cells.next(),
-                    let version = cells.next(), let body = cells.next()
-                else { throw PostgresDecodingError.Code.missingData }
-                if first {
-                    // The partition's head, pruning point and timelines are the same on every row.
-                    first = false
-                    found.head = try head.int64() ?? 0
-                    found.prunedThrough = try pruned.int64() ?? 0
-                    guard let timeline = cells.next(), let pastTimelines = cells.next(), let pastEnds = cells.next() else {
-                        throw PostgresDecodingError.Code.missingData
-                    }
-                    found.history = try PartitionHistory(
-                        timeline: timeline.decode(Int32.self), pastTimelines: pastTimelines.decode([Int32]?.self) ?? [],
-                        pastEnds: pastEnds.decode([Int64]?.self) ?? [])
-                }
-                guard let collectionBytes = collection.bytes, let idBytes = id.bytes, let objectVersion = try version.int64() else {
-                    continue  // the partition's head alone: no object after the position
-                }
-                guard found.objects < limit else {
-                    found.more = true
-                    continue
-                }
-                let size = collectionBytes.readableBytes + idBytes.readableBytes + (body.bytes?.readableBytes ?? 0)
-                if found.objects > 0, bytes + size > configuration.maximumPageBytes {
-                    found.more = true
-                    break
-                }
-                bytes += size
-                try collectionBytes.withUnsafeReadableBytes { collectionText in
-                    try idBytes.withUnsafeReadableBytes { idText in
-                        if let bodyBytes = body.bytes {
-                            try JSONB.withText(of: bodyBytes) { try object(collectionText, idText, objectVersion, $0) }
-                        } else {
-                            try object(collectionText, idText, objectVersion, nil)
-                        }
-                    }
-                }
-                found.objects += 1
-                last = (objectVersion, collectionBytes, idBytes)
+                guard try walk.take(row, object) else { break }
             }
-            if let last {
-                found.last = (last.version, ObjectKey(uncheckedCollection: String(buffer: last.collection), id: String(buffer: last.id)))
-            }
-            return found
+            return walk.found
         }
+    }
+}
+
+/// The rows of one read of a page (migration 0014's `psync_page`), taken one at a time: the
+/// partition's head and history from the first, each object handed over as the bytes of its
+/// cells, until the page is full (`limit` objects, or ``StorageConfiguration/maximumPageBytes``).
+private struct PageWalk {
+    let limit: Int
+    let maximumPageBytes: Int
+    private(set) var read = PageRead<Int>(objects: 0)
+    private var last: (version: Int64, collection: ByteBuffer, id: ByteBuffer)?
+    private var bytes = 0
+    private var first = true
+
+    init(limit: Int, maximumPageBytes: Int) {
+        self.limit = limit
+        self.maximumPageBytes = maximumPageBytes
+    }
+
+    /// What the rows taken found.
+    var found: PageRead<Int> {
+        var found = read
+        if let last {
+            found.last = (last.version, ObjectKey(uncheckedCollection: String(buffer: last.collection), id: String(buffer: last.id)))
+        }
+        return found
+    }
+
+    /// The bytes of a row's object as the page counts them (its collection, id and body).
+    static func size(of row: PostgresRow) -> Int {
+        var size = 0
+        for (index, cell) in row.enumerated() where index == 2 || index == 3 || index == 5 { size += cell.bytes?.readableBytes ?? 0 }
+        return size
+    }
+
+    /// Takes one row; `false` once the page is full and the rest need not be read.
+    mutating func take(
+        _ row: PostgresRow, _ object: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, Int64, UnsafeRawBufferPointer?) throws -> Void
+    ) throws -> Bool {
+        var cells = row.makeIterator()
+        guard let head = cells.next(), let pruned = cells.next(), let collection = cells.next(), let id = cells.next(),
+            let version = cells.next(), let body = cells.next()
+        else { throw PostgresDecodingError.Code.missingData }
+        if first {
+            // The partition's head, pruning point and timelines are the same on every row.
+            first = false
+            read.head = try head.int64() ?? 0
+            read.prunedThrough = try pruned.int64() ?? 0
+            guard let timeline = cells.next(), let pastTimelines = cells.next(), let pastEnds = cells.next() else {
+                throw PostgresDecodingError.Code.missingData
+            }
+            read.history = try PartitionHistory(
+                timeline: timeline.decode(Int32.self), pastTimelines: pastTimelines.decode([Int32]?.self) ?? [],
+                pastEnds: pastEnds.decode([Int64]?.self) ?? [])
+        }
+        guard let collectionBytes = collection.bytes, let idBytes = id.bytes, let objectVersion = try version.int64() else {
+            return true  // the partition's head alone: no object after the position
+        }
+        guard read.objects < limit else {
+            read.more = true
+            return true
+        }
+        let size = collectionBytes.readableBytes + idBytes.readableBytes + (body.bytes?.readableBytes ?? 0)
+        if read.objects > 0, bytes + size > maximumPageBytes {
+            read.more = true
+            return false
+        }
+        bytes += size
+        try collectionBytes.withUnsafeReadableBytes { collectionText in
+            try idBytes.withUnsafeReadableBytes { idText in
+                if let bodyBytes = body.bytes {
+                    try JSONB.withText(of: bodyBytes) { try object(collectionText, idText, objectVersion, $0) }
+                } else {
+                    try object(collectionText, idText, objectVersion, nil)
+                }
+            }
+        }
+        read.objects += 1
+        last = (objectVersion, collectionBytes, idBytes)
+        return true
     }
 }
 

@@ -1,0 +1,24 @@
+/// The streaming replicas snapshots and catch-ups may be read from (docs/SCALING.md, "Reads
+/// from replicas"), and how they are watched.
+package struct ReplicaConfiguration: Sendable {
+    /// One URL per replica (`--replica-url`, repeatable); none: every read goes to the primary.
+    package var urls: [DatabaseURL] = []
+    /// How often the monitor looks at the primary and at each replica (`--replica-poll-ms`).
+    package var pollInterval: Duration = .milliseconds(250)
+    /// A replica whose replay is more than this many bytes of WAL behind the primary's position
+    /// serves no pages until it catches up (`--replica-max-lag-bytes`).
+    package var maximumLagBytes: Int64 = 16 << 20
+    /// How long a replica a little behind is waited for, on the replica, before the page is
+    /// read from the primary (`--replica-wait-ms`): replay trails a writing primary by
+    /// milliseconds.
+    package var wait: Duration = .milliseconds(50)
+    /// A page read from a replica that takes longer (its wait included) is read from the
+    /// primary, and the replica serves none until the monitor finds it right again.
+    package var readTimeout: Duration = .seconds(2)
+    /// Connections to each replica.
+    package var poolSize: Int = 10
+    /// A look at a replica that takes longer takes it out of reads.
+    package var lookTimeout: Duration = .seconds(2)
+
+    package init() {}
+}
