@@ -79,12 +79,16 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("trusted-proxy"), help: "An address or CIDR block (10.0.0.0/8) of a load balancer whose X-Forwarded-For names the client, for the per-address limits; repeatable (env PSYNC_TRUSTED_PROXIES, comma-separated). Default none: the header is ignored.")
     var trustedProxyOptions: [String] = []
 
+    /// A repeatable option's values, or else the environment variable's, comma-separated.
+    static func values(_ options: [String], orEnvironment name: String) -> [String] {
+        guard options.isEmpty else { return options }
+        return (ProcessInfo.processInfo.environment[name] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+    }
+
     /// The trusted proxies, from the options or else the environment.
     func trustedProxies() throws -> [AddressRange] {
-        let texts = trustedProxyOptions.isEmpty
-            ? (ProcessInfo.processInfo.environment["PSYNC_TRUSTED_PROXIES"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            : trustedProxyOptions
-        return try texts.map { text in
+        try Self.values(trustedProxyOptions, orEnvironment: "PSYNC_TRUSTED_PROXIES").map { text in
             guard let range = AddressRange(text) else { throw ValidationError("--trusted-proxy \(text) is not an address or a CIDR block (10.0.0.0/8, fd00::/8)") }
             return range
         }
@@ -104,11 +108,8 @@ struct Serve: AsyncParsableCommand {
 
     /// The replicas, from the options or else the environment.
     func replicas() throws -> ReplicaConfiguration {
-        let texts = replicaURLOptions.isEmpty
-            ? (ProcessInfo.processInfo.environment["PSYNC_REPLICA_URLS"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            : replicaURLOptions
         var configuration = ReplicaConfiguration()
-        configuration.urls = try texts.map { text in
+        configuration.urls = try Self.values(replicaURLOptions, orEnvironment: "PSYNC_REPLICA_URLS").map { text in
             do { return try DatabaseURL(text) } catch {
                 throw ValidationError("--replica-url: \(String(describing: error).replacingOccurrences(of: "DATABASE_URL", with: "the replica's URL"))")
             }

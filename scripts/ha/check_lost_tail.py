@@ -28,7 +28,6 @@ history's positions skipped); the server exits with status 0 on SIGTERM. Waits a
 deadlines. Prints the figures as JSON; exits 1 on the first failed check.
 """
 
-import argparse
 import asyncio
 import json
 import os
@@ -42,7 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from balancer import as_service_user, pg_ctl, postgres_options, start_postgres, stop_postgres  # noqa: E402
 from cluster import chown_service, psql  # noqa: E402
-from harness import (CheckFailed, Checker, Copy, Instance, connect, eventually, free_port, messages, post_upload,  # noqa: E402
+from harness import (CheckFailed, Checker, Copy, Instance, check_main, connect, eventually, free_port, messages, post_upload,  # noqa: E402
                      pull, pull_all, register, share_conversation)
 from probe_failover import message_body  # noqa: E402
 
@@ -250,10 +249,7 @@ async def main_async(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dir")
-    parser.add_argument("--psync", required=True)
-    CHECKER.run(main_async(parser.parse_args()))
+    check_main(CHECKER, __doc__, main_async)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ those the replica served, the fallbacks to the primary by reason; the calls of p
 psync_replica_page on both servers); exits 1 on the first failed check.
 """
 
-import argparse
 import asyncio
 import json
 import os
@@ -46,7 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from balancer import as_service_user, pg_ctl, postgres_options, start_postgres, stop_postgres  # noqa: E402
 from cluster import PG_BIN, chown_service, psql, service_env  # noqa: E402
-from harness import (CheckFailed, Checker, Copy, Instance, connect, eventually, free_port,  # noqa: E402
+from harness import (CheckFailed, Checker, Copy, Instance, check_main, connect, eventually, free_port,  # noqa: E402
                      interesting_log_lines, messages, post_upload, pull_all, register, share_conversation)
 from probe_failover import message_body  # noqa: E402
 
@@ -419,10 +418,7 @@ async def main_async(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dir")
-    parser.add_argument("--psync", required=True)
-    CHECKER.run(main_async(parser.parse_args()))
+    check_main(CHECKER, __doc__, main_async)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ check_balancer.py, check_lost_tail.py and check_replicas.py (run with .build-ha-
 which has httpx and websockets: scripts/install-ha-tools.sh).
 """
 
+import argparse
 import asyncio
 import json
 import os
@@ -93,6 +94,15 @@ class Checker:
 
 # ---------------------------------------------------------------------------------------------
 # WebSocket sessions
+
+def check_main(checker, doc, main_async):
+    """The command line of a single-server check (check_lost_tail.py, check_replicas.py):
+    DIR --psync PATH; runs `main_async(args)` through `checker`."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("dir")
+    parser.add_argument("--psync", required=True)
+    checker.run(main_async(parser.parse_args()))
+
 
 def connect(port, token, query=""):
     """A WebSocket to /v1/sync of the server (or balancer) on `port`, as the checks open them:

@@ -997,7 +997,6 @@ class Trial:
         await cluster("wait-healthy", self.dir, "--timeout", "180")
         status = await cluster("status", self.dir)
         old = status["primary"]
-        layout = ha.layout_of(self.state)
         old_port = self.db.node_port(old)
         replicas = [m["name"] for m in status["members"] if m["name"] != old]
         conversation = self.rng.choice(sorted(self.conversations))
