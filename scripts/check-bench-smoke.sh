@@ -3,7 +3,7 @@
 # of the server and `psync-bench --quick`), run as written but in the debug configuration CI
 # has already built. Asserts that every scenario completes and prints one valid JSON object
 # (figures are never asserted), and that psync-bench without a psync server says in one
-# sentence what to build.
+# sentence what to build; and that bootstrap --replica reads pages from its replica.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,3 +44,13 @@ status=0
 [ "$status" -eq 2 ] || { echo "psync-bench without psync exited $status, expected 2" >&2; cat "$err" >&2; exit 1; }
 [ "$(wc -l <"$err")" -eq 1 ] && grep -q 'swift build' "$err" || { echo "unclear message:" >&2; cat "$err" >&2; exit 1; }
 echo "bench smoke: a missing psync is reported in one sentence: $(cat "$err")"
+
+# With a streaming replica of the embedded cluster (--replica): the bootstrap's pages come from it.
+.build/debug/psync-bench bootstrap --quick --replica >"$out"
+python3 - "$out" <<'PY'
+import json, sys
+result = json.loads(next(line for line in open(sys.argv[1]) if line.startswith("{")))
+replica = result["replica"]
+assert result["complete"] and replica["pagesFromReplica"] > 0, f"no page came from the replica: {replica}"
+print("bench smoke: bootstrap --replica ok:", json.dumps(replica))
+PY

@@ -108,6 +108,33 @@ struct ReplicaStateMachineTests {
         #expect(machine.choose(target: 960) == 0)
     }
 
+    @Test("a replica whose page reads fail stays out for 1, 2, 4 … 64 looks that find it right, and a page it serves starts the count again")
+    func readFailures() {
+        var machine = Machine(replicas: 1, maximumLagBytes: 100)
+        _ = machine.primaryObserved(timeline: 1, position: 10)
+        _ = machine.observed(0, Self.streaming(10))
+        /// Looks that find the replica right until it is in use again.
+        func looksUntilInUse() -> Int {
+            var looks = 0
+            repeat { looks += 1 } while machine.observed(0, Self.streaming(10)) == nil
+            return looks
+        }
+        var outFor: [Int] = []
+        for _ in 1...8 {
+            #expect(machine.readFailed(0, "function psync_replica_page does not exist") == .init(
+                replica: 0, standing: .out(.unreachable("function psync_replica_page does not exist"))))
+            #expect(machine.choose(target: 0) == nil)
+            outFor.append(looksUntilInUse() - 1)
+        }
+        #expect(outFor == [1, 2, 4, 8, 16, 32, 64, 64])
+        machine.served(0)
+        _ = machine.readFailed(0, "once")
+        #expect(looksUntilInUse() - 1 == 1)
+        // A look that fails is not a read failure: the next good look brings it back.
+        #expect(machine.failed(0, "timeout") != nil)
+        #expect(looksUntilInUse() == 1)
+    }
+
     @Test("a primary whose timeline is not known (0) is not compared with the replicas' timelines")
     func unknownTimeline() {
         var machine = Machine(replicas: 1, maximumLagBytes: 100)

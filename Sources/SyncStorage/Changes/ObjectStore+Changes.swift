@@ -219,7 +219,7 @@ extension ObjectStore {
                 // Another timeline or not streaming (PSR02), unreachable, too slow: out until
                 // the monitor finds it right again.
                 if Task.isCancelled { throw error }
-                replicas.failed(replica.index, error)
+                replicas.readFailed(replica.index, error)
             }
         }
         // Streamed inside the lease (not `fetch`): a page's rows are decoded as they arrive.

@@ -101,6 +101,7 @@ package final class ReadReplicas: Service, Sendable {
 
     /// A replica served a page.
     func served(_ index: Int) {
+        state.withLock { $0.served(index) }
         replicas[index].pages.increment()
     }
 
@@ -111,10 +112,11 @@ package final class ReadReplicas: Service, Sendable {
     }
 
     /// A page read from a replica failed: it is read from the primary, and the replica serves
-    /// none until the monitor finds it right again.
-    func failed(_ index: Int, _ error: any Error) {
+    /// none for the next looks (more of them after each failure in a row), then until the
+    /// monitor finds it right again.
+    func readFailed(_ index: Int, _ error: any Error) {
         fallbacks["failed"]?.increment()
-        settle(state.withLock { $0.failed(index, Self.describe(error)) }.map { [$0] } ?? [])
+        settle(state.withLock { $0.readFailed(index, Self.describe(error)) }.map { [$0] } ?? [])
     }
 
     // MARK: The monitor

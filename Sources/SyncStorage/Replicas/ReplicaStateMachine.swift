@@ -99,11 +99,19 @@ package struct ReplicaStateMachine: Sendable {
     private var observations: [Result<Observation, Failure>?]
     /// Where the next choice starts, so the replicas share the reads.
     private var rotation = 0
+    /// Page reads that failed in a row, per replica (a page served resets it).
+    private var readFailures: [Int]
+    /// Looks a replica whose page read failed stays out for, whatever they find: 1 after one
+    /// failure, twice as many after each further one in a row, at most 64, so a replica that
+    /// answers looks but fails every read does not go in and out of use at every look.
+    private var looksOut: [Int]
 
     package init(replicas: Int, maximumLagBytes: Int64) {
         self.maximumLagBytes = maximumLagBytes
         standings = Array(repeating: .out(.unobserved), count: replicas)
         observations = Array(repeating: nil, count: replicas)
+        readFailures = Array(repeating: 0, count: replicas)
+        looksOut = Array(repeating: 0, count: replicas)
     }
 
     /// The primary was observed: its timeline and WAL position. A new timeline (a failover)
@@ -121,15 +129,31 @@ package struct ReplicaStateMachine: Sendable {
 
     /// A replica was observed.
     package mutating func observed(_ replica: Int, _ observation: Observation) -> Change? {
+        guard looksOut[replica] == 0 else {
+            looksOut[replica] -= 1
+            return nil
+        }
         observations[replica] = .success(observation)
         return settle(replica, standing(of: observations[replica]))
     }
 
-    /// A look at a replica, or a page read from it, failed (not for being behind: that is the
-    /// page's own check, and the replica stays in use).
+    /// A look at a replica failed.
     package mutating func failed(_ replica: Int, _ message: String) -> Change? {
         observations[replica] = .failure(Failure(message: message))
         return settle(replica, standing(of: observations[replica]))
+    }
+
+    /// A page read from a replica failed (not for being behind: that is the page's own check,
+    /// and the replica stays in use): it is out for the next looks (``looksOut``).
+    package mutating func readFailed(_ replica: Int, _ message: String) -> Change? {
+        readFailures[replica] += 1
+        looksOut[replica] = 1 << min(readFailures[replica] - 1, 6)
+        return failed(replica, message)
+    }
+
+    /// A replica served a page.
+    package mutating func served(_ replica: Int) {
+        readFailures[replica] = 0
     }
 
     /// The replica a page that needs the primary's WAL up to `target` tries first: one in use
