@@ -143,7 +143,7 @@ struct ReplicaReads {
             fallbacks[reason] = try await environment.serverMetric("psync_replica_fallbacks_total", labels: "reason=\"\(reason)\"")
         }
         primaryPageCalls = try await environment.functionCalls("psync_page", on: environment.database)
-        replicaPageCalls = try await environment.functionCalls("psync_replica_page", on: environment.replica ?? environment.database)
+        replicaPageCalls = try await environment.functionCalls("psync_page", on: environment.replica ?? environment.database)
     }
 
     /// The figures of the passes, once the replica's statistics count every page it served
@@ -160,7 +160,7 @@ struct ReplicaReads {
             "pagesFromReplica": .int(Int64(now.replicaPages - before.replicaPages)),
             "pagesFromPrimaryInstead": .object(
                 Dictionary(uniqueKeysWithValues: now.fallbacks.map { ($0.key, .int(Int64($0.value - (before.fallbacks[$0.key] ?? 0)))) })),
-            "replicaStatistics": ["psync_replica_page calls": .int(Int64(now.replicaPageCalls - before.replicaPageCalls))],
+            "replicaStatistics": ["psync_page calls": .int(Int64(now.replicaPageCalls - before.replicaPageCalls))],
             "primaryStatistics": ["psync_page calls": .int(Int64(now.primaryPageCalls - before.primaryPageCalls))],
         ]
     }

@@ -31,7 +31,7 @@ batch is up to date (a snapshot), or an HTTP pull.
 
 Waits are polls with deadlines. Prints the figures as JSON (per step: the pages the check read,
 those the replica served, the fallbacks to the primary by reason; the calls of psync_page and
-psync_replica_page on both servers); exits 1 on the first failed check.
+psync_replica_ready on both servers); exits 1 on the first failed check.
 """
 
 import asyncio
@@ -97,7 +97,7 @@ class Run:
     async def start_primary(self):
         url = start_postgres(self.state)
         port = self.primary_port
-        # the calls of psync_page and psync_replica_page counted; WAL kept for a replica that is
+        # the calls of psync_page and psync_replica_ready counted; WAL kept for a replica that is
         # stopped for a while (step 7)
         await self.sql(port, "ALTER SYSTEM SET track_functions = 'all'")
         await self.sql(port, "ALTER SYSTEM SET wal_keep_size = '128MB'")
@@ -155,13 +155,13 @@ class Run:
         return lsn
 
     async def function_calls(self):
-        """The calls of psync_page and psync_replica_page on each server (pg_stat_user_functions,
+        """The calls of psync_page and psync_replica_ready on each server (pg_stat_user_functions,
         which backends flush lazily: informative)."""
         calls = {}
         for name, port in (("primary", self.primary_port), ("replica", self.replica_port)):
             try:
                 rows = await self.sql(port, "SELECT funcname, calls FROM pg_stat_user_functions "
-                                            "WHERE funcname IN ('psync_page', 'psync_replica_page') ORDER BY 1", "psync")
+                                            "WHERE funcname IN ('psync_page', 'psync_replica_ready') ORDER BY 1", "psync")
                 calls[name] = {row.split("|")[0]: int(row.split("|")[1]) for row in rows.splitlines() if row}
             except Exception as error:  # noqa: BLE001 - a figure, not a check
                 calls[name] = f"{type(error).__name__}: {str(error)[:120]}"

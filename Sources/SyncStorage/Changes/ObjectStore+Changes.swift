@@ -172,46 +172,39 @@ extension ObjectStore {
     /// before an object that would take it past `maximumPageBytes` (a first object goes in
     /// whatever its size); the rest of the rows are then not read.
     ///
-    /// With `target` and a replica in use, the page is asked of the replica first
-    /// (``ReadReplicas``) and read whole within ``ReplicaConfiguration/readTimeout`` before its
-    /// rows are handed over. A replica that has not replayed the primary's WAL up to `target`
-    /// within ``ReplicaConfiguration/wait``, or one that fails or does not answer in time, has
-    /// the page read from the primary instead.
+    /// With `target` and a replica in use, the page is read from the replica
+    /// (``ReadReplicas``) once it has said, within ``ReplicaConfiguration/readTimeout``, that it
+    /// has replayed the primary's WAL up to `target` on its timeline (migration 0015, waiting
+    /// up to ``ReplicaConfiguration/wait``). The page's statement comes after that answer, so
+    /// its snapshot holds every commit replayed by then: replay only moves forward while the
+    /// replica runs, and a restart ends every connection to it. A replica that is behind,
+    /// fails, or does not answer in time has the page read from the primary instead; one that
+    /// fails once rows have been handed over fails the read (they cannot be taken back), which
+    /// the caller reads again, from the primary while the replica is out.
     private func walk(
         _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?, target: ReadTarget? = nil,
         object: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, Int64, UnsafeRawBufferPointer?) throws -> Void
     ) async throws -> PageRead<Int> {
         if let target, let replicas, let replica = replicas.choose(target: target) {
-            let (logger, maximumPageBytes, wait) = (self.logger, configuration.maximumPageBytes, replicas.waitMilliseconds)
+            let (logger, wait) = (self.logger, replicas.waitMilliseconds)
+            var handed = false
             do {
-                let rows = try await withDeadline(replicas.configuration.readTimeout, "a page read from replica \(replica.name)") {
+                try await withDeadline(replicas.configuration.readTimeout, "replica \(replica.name) to answer") {
                     try await replica.client.withOpenConnection { connection in
-                        let rows = try await connection.query(
-                            """
-                            SELECT * FROM psync_replica_page(\(target.position), \(target.timeline), \(wait),
-                                                             \(partition.description), \(position.version), \(position.after?.collection)::text,
-                                                             \(position.after?.id)::text, \(floor)::bigint, \(limit + 1))
-                            """, logger: logger)
-                        var collected: [PostgresRow] = []
-                        var bytes = 0
-                        for try await row in rows {
-                            collected.append(row)
-                            bytes += PageWalk.size(of: row)
-                            // The walk ends the page before the row that takes it past the bytes.
-                            if bytes > maximumPageBytes { break }
-                        }
-                        return collected
+                        let answer = try await connection.query(
+                            "SELECT psync_replica_ready(\(target.position), \(target.timeline), \(wait))", logger: logger)
+                        for try await _ in answer {}
                     }
                 }
-                var walk = PageWalk(limit: limit, maximumPageBytes: maximumPageBytes)
-                for row in rows {
-                    guard try walk.take(row, object) else { break }
+                let found = try await walk(partition, from: position, limit: limit, floor: floor, on: replica.client) {
+                    handed = true
+                    try object($0, $1, $2, $3)
                 }
                 replicas.served(replica.index)
-                return walk.found
+                return found
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "PSR01" {
                 replicas.behind(replica.index)
-            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "40001" {
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "40001" && !handed {
                 // Cancelled by a conflict with the replica's recovery (hot standby): the
                 // replica stays in use.
                 replicas.behind(replica.index)
@@ -220,10 +213,19 @@ extension ObjectStore {
                 // the monitor finds it right again.
                 if Task.isCancelled { throw error }
                 replicas.readFailed(replica.index, error)
+                if handed { throw error }
             }
         }
+        return try await walk(partition, from: position, limit: limit, floor: floor, on: client, object: object)
+    }
+
+    /// One read of a page on `client` (the primary, or a replica that said it is ready).
+    private func walk(
+        _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?, on client: PostgresClient,
+        object: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, Int64, UnsafeRawBufferPointer?) throws -> Void
+    ) async throws -> PageRead<Int> {
         // Streamed inside the lease (not `fetch`): a page's rows are decoded as they arrive.
-        return try await client.withOpenConnection { connection in
+        try await client.withOpenConnection { connection in
             let rows = try await connection.query(
                 """
                 SELECT * FROM psync_page(\(partition.description), \(position.version), \(position.after?.collection)::text,
@@ -261,13 +263,6 @@ private struct PageWalk {
             found.last = (last.version, ObjectKey(uncheckedCollection: String(buffer: last.collection), id: String(buffer: last.id)))
         }
         return found
-    }
-
-    /// The bytes of a row's object as the page counts them (its collection, id and body).
-    static func size(of row: PostgresRow) -> Int {
-        var size = 0
-        for (index, cell) in row.enumerated() where index == 2 || index == 3 || index == 5 { size += cell.bytes?.readableBytes ?? 0 }
-        return size
     }
 
     /// Takes one row; `false` once the page is full and the rest need not be read.

@@ -12,8 +12,9 @@ package struct ReplicaConfiguration: Sendable {
     /// read from the primary (`--replica-wait-ms`): replay trails a writing primary by
     /// milliseconds.
     package var wait: Duration = .milliseconds(50)
-    /// A page read from a replica that takes longer (its wait included) is read from the
-    /// primary, and the replica serves none until the monitor finds it right again.
+    /// A replica that does not say within this (its wait included) whether it may serve a page
+    /// has the page read from the primary, and serves none until the monitor finds it right
+    /// again: a stopped or frozen replica, whose pool would wait for a connection.
     package var readTimeout: Duration = .seconds(2)
     /// Connections to each replica.
     package var poolSize: Int = 10
