@@ -175,9 +175,11 @@ extension ObjectStore {
     /// With `target` and a replica in use, the page is read from the replica
     /// (``ReadReplicas``) once it has said, within ``ReplicaConfiguration/readTimeout``, that it
     /// has replayed the primary's WAL up to `target` on its timeline (migration 0015, waiting
-    /// up to ``ReplicaConfiguration/wait``). The page's statement comes after that answer, so
-    /// its snapshot holds every commit replayed by then: replay only moves forward while the
-    /// replica runs, and a restart ends every connection to it. A replica that is behind,
+    /// up to ``ReplicaConfiguration/wait``), or was seen to have (the monitor's last look, an
+    /// earlier page's answer). The page's statement comes after that, so its snapshot holds
+    /// every commit replayed by then: replay only moves forward while the replica runs, and a
+    /// restart ends every connection to it (the next look or read fails, and the replica must
+    /// say it again). A replica that is behind,
     /// fails, or does not answer in time has the page read from the primary instead; one that
     /// fails once rows have been handed over fails the read (they cannot be taken back), which
     /// the caller reads again, from the primary while the replica is out.
@@ -189,12 +191,15 @@ extension ObjectStore {
             let (logger, wait) = (self.logger, replicas.waitMilliseconds)
             var handed = false
             do {
-                try await withDeadline(replicas.configuration.readTimeout, "replica \(replica.name) to answer") {
-                    try await replica.client.withOpenConnection { connection in
-                        let answer = try await connection.query(
-                            "SELECT psync_replica_ready(\(target.position), \(target.timeline), \(wait))", logger: logger)
-                        for try await _ in answer {}
+                if !replica.known {
+                    try await withDeadline(replicas.configuration.readTimeout, "replica \(replica.name) to answer") {
+                        try await replica.client.withOpenConnection { connection in
+                            let answer = try await connection.query(
+                                "SELECT psync_replica_ready(\(target.position), \(target.timeline), \(wait))", logger: logger)
+                            for try await _ in answer {}
+                        }
                     }
+                    replicas.ready(replica.index, target: target)
                 }
                 let found = try await walk(partition, from: position, limit: limit, floor: floor, on: replica.client) {
                     handed = true

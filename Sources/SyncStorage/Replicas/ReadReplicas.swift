@@ -91,12 +91,19 @@ package final class ReadReplicas: Service, Sendable {
     }
 
     /// The replica to ask for a page that needs `target`, if any.
-    func choose(target: ReadTarget) -> (index: Int, name: String, client: PostgresClient)? {
-        guard let index = state.withLock({ $0.choose(target: target.position) }) else {
+    /// `known`: the replica's replay was seen past the target on its timeline already (a look
+    /// or an earlier check), so the page is read without asking it again.
+    func choose(target: ReadTarget) -> (index: Int, name: String, client: PostgresClient, known: Bool)? {
+        guard let (index, known) = state.withLock({ $0.choose(target: target.position, timeline: target.timeline) }) else {
             fallbacks["none"]?.increment()
             return nil
         }
-        return (index, replicas[index].name, replicas[index].client)
+        return (index, replicas[index].name, replicas[index].client, known)
+    }
+
+    /// A replica said it had replayed `target` (``ObjectStore`` asked it before a page).
+    func ready(_ index: Int, target: ReadTarget) {
+        state.withLock { $0.ready(index, target: target.position) }
     }
 
     /// A replica served a page.

@@ -156,10 +156,12 @@ package struct ReplicaStateMachine: Sendable {
         readFailures[replica] = 0
     }
 
-    /// The replica a page that needs the primary's WAL up to `target` tries first: one in use
-    /// that had replayed that far when last observed, else one in use at all (it may have
-    /// replayed meanwhile; its check tells), taken in turn; `nil` when none is in use.
-    package mutating func choose(target: Int64) -> Int? {
+    /// The replica a page that needs the primary's WAL up to `target` on `timeline` tries
+    /// first: one in use that had replayed that far on that timeline when last observed (or
+    /// said so, ``ready(_:target:)``), else one in use at all (it may have replayed meanwhile;
+    /// its check tells), taken in turn; `nil` when none is in use. `known` when the replica's
+    /// replay was seen past the target already, so the page needs no check of its own.
+    package mutating func choose(target: Int64, timeline: Int32) -> (replica: Int, known: Bool)? {
         let count = standings.count
         guard count > 0 else { return nil }
         var fallback: Int?
@@ -168,12 +170,20 @@ package struct ReplicaStateMachine: Sendable {
             guard case .inUse(let replayed) = standings[index] else { continue }
             if replayed >= target {
                 rotation = (index + 1) % count
-                return index
+                return (index, timeline == primaryTimeline)
             }
             if fallback == nil { fallback = index }
         }
-        if let fallback { rotation = (fallback + 1) % count }
-        return fallback
+        guard let fallback else { return nil }
+        rotation = (fallback + 1) % count
+        return (fallback, false)
+    }
+
+    /// A replica in use said it had replayed `target` on the primary's timeline: pages that
+    /// need no more need not ask again, until a look or a read fails or the timeline changes.
+    package mutating func ready(_ replica: Int, target: Int64) {
+        guard case .inUse(let replayed) = standings[replica], replayed < target else { return }
+        standings[replica] = .inUse(replayed: target)
     }
 
     private func standing(of look: Result<Observation, Failure>?) -> Standing {
