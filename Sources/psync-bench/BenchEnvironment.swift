@@ -76,18 +76,19 @@ final class BenchEnvironment: Sendable {
             embedded = cluster
         }
         var standby: EmbeddedPostgres?
-        var replica: DatabaseURL?
-        if options.replica {
-            guard let embedded else { throw BenchError("--replica starts a replica of the embedded cluster: leave out --database-url") }
-            progress("starting a streaming replica in \(folder)/replica")
-            let cluster = try await embedded.standby(in: folder + "/replica", settings: ["hot_standby_feedback": "on"])
-            standby = cluster
-            replica = try DatabaseURL(try await cluster.start().url)
-        }
         defer {
             standby?.stopNow()
             embedded?.stopNow()
             if options.keep == nil { try? FileManager.default.removeItem(atPath: folder) }
+        }
+        var replica: DatabaseURL?
+        if options.replica {
+            guard let embedded else { throw BenchError("--replica starts a replica of the embedded cluster: leave out --database-url") }
+            progress("starting a streaming replica in \(folder)/replica")
+            // Stopped by the defer above even when it fails to start.
+            let cluster = try await embedded.standby(in: folder + "/replica", settings: ["hot_standby_feedback": "on"])
+            standby = cluster
+            replica = try DatabaseURL(try await cluster.start().url)
         }
 
         var configuration = database.clientConfiguration
