@@ -162,11 +162,16 @@ final class BenchEnvironment: Sendable {
 
     /// A sum of the server's metric `name` (the samples whose labels contain `labels`), from /metrics.
     func serverMetric(_ name: String, labels: String = "") async throws -> Double {
-        let text = try await server.http.get("/metrics").text
-        var sum = 0.0
+        Self.metric(name, labels: labels, in: try await server.http.get("/metrics").text) ?? 0
+    }
+
+    /// The sum of the samples of `name` whose labels contain `labels` in Prometheus' text
+    /// format; `nil` when there is none.
+    static func metric(_ name: String, labels: String = "", in text: String) -> Double? {
+        var sum: Double?
         for line in text.split(separator: "\n") where line.hasPrefix(name + "{") || line.hasPrefix(name + " ") {
             guard labels.isEmpty || line.contains(labels), let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
-            sum += value
+            sum = (sum ?? 0) + value
         }
         return sum
     }

@@ -153,10 +153,7 @@ struct SoakScenario {
         func sample(minute: Double) async throws -> JSONValue {
             let metrics = try await environment.server.http.get("/metrics", token: adminKey).text
             func gauge(_ name: String) -> JSONValue {
-                for line in metrics.split(separator: "\n") where line.hasPrefix(name + " ") {
-                    if let value = Double(line.split(separator: " ").last ?? "") { return .double(value) }
-                }
-                return .null
+                BenchEnvironment.metric(name, in: metrics).map { .double($0) } ?? .null
             }
             let descriptors = environment.server.processIdentifier.map { pid in
                 (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0

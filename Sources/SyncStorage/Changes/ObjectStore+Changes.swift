@@ -172,54 +172,22 @@ extension ObjectStore {
     /// before an object that would take it past `maximumPageBytes` (a first object goes in
     /// whatever its size); the rest of the rows are then not read.
     ///
-    /// With `target` and a replica in use, the page is read from the replica
-    /// (``ReadReplicas``) once it has said, within ``ReplicaConfiguration/readTimeout``, that it
-    /// has replayed the primary's WAL up to `target` on its timeline (migration 0015, waiting
-    /// up to ``ReplicaConfiguration/wait``), or was seen to have (the monitor's last look, an
-    /// earlier page's answer). The page's statement comes after that, so its snapshot holds
-    /// every commit replayed by then: replay only moves forward while the replica runs, and a
-    /// restart ends every connection to it (the next look or read fails, and the replica must
-    /// say it again). A replica that is behind,
-    /// fails, or does not answer in time has the page read from the primary instead; one that
-    /// fails once rows have been handed over fails the read (they cannot be taken back), which
-    /// the caller reads again, from the primary while the replica is out.
+    /// With `target` and a replica in use, the page is read from the replica when
+    /// ``ReadReplicas/read(_:_:)`` says it may; otherwise, or when the replica is behind, fails
+    /// or does not answer in time before any row was handed over, from the primary.
     private func walk(
         _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?, target: ReadTarget? = nil,
         object: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, Int64, UnsafeRawBufferPointer?) throws -> Void
     ) async throws -> PageRead<Int> {
-        if let target, let replicas, let replica = replicas.choose(target: target) {
-            let (logger, wait) = (self.logger, replicas.waitMilliseconds)
-            var handed = false
-            do {
-                if !replica.known {
-                    try await withDeadline(replicas.configuration.readTimeout, "replica \(replica.name) to answer") {
-                        try await replica.client.withOpenConnection { connection in
-                            let answer = try await connection.query(
-                                "SELECT psync_replica_ready(\(target.position), \(target.timeline), \(wait))", logger: logger)
-                            for try await _ in answer {}
-                        }
-                    }
-                    replicas.ready(replica.index, target: target)
-                }
-                let found = try await walk(partition, from: position, limit: limit, floor: floor, on: replica.client) {
+        if let target, let replicas,
+            let found = try await replicas.read(target, { replica, handed in
+                try await walk(partition, from: position, limit: limit, floor: floor, on: replica) {
                     handed = true
                     try object($0, $1, $2, $3)
                 }
-                replicas.served(replica.index)
-                return found
-            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "PSR01" {
-                replicas.behind(replica.index)
-            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "40001" && !handed {
-                // Cancelled by a conflict with the replica's recovery (hot standby): the
-                // replica stays in use.
-                replicas.behind(replica.index)
-            } catch {
-                // Another timeline or not streaming (PSR02), unreachable, too slow: out until
-                // the monitor finds it right again.
-                if Task.isCancelled { throw error }
-                replicas.readFailed(replica.index, error)
-                if handed { throw error }
-            }
+            })
+        {
+            return found
         }
         return try await walk(partition, from: position, limit: limit, floor: floor, on: client, object: object)
     }

@@ -56,7 +56,7 @@ package final class ReadReplicas: Service, Sendable {
     }
 
     /// ``ReplicaConfiguration/wait`` in whole milliseconds, as the replica's page function takes it.
-    var waitMilliseconds: Int32 {
+    private var waitMilliseconds: Int32 {
         let (seconds, attoseconds) = configuration.wait.components
         return Int32(clamping: seconds * 1_000 + attoseconds / 1_000_000_000_000_000)
     }
@@ -90,10 +90,55 @@ package final class ReadReplicas: Service, Sendable {
         return position.map { ReadTarget(position: $0, timeline: timeline) }
     }
 
+    /// Reads with a replica that has replayed `target` on its timeline, if one is in use:
+    /// `read` gets the replica's client once the replica was seen past the target (the last
+    /// look, an earlier page) or has said so within ``ReplicaConfiguration/readTimeout``
+    /// (`psync_replica_ready`, migration 0015, waiting up to ``ReplicaConfiguration/wait``).
+    /// `read`'s statements come after that, so their snapshot holds every commit replayed by
+    /// then: replay only moves forward while the replica runs, and a restart ends every
+    /// connection to it (the next look or read fails, and the replica must say it again).
+    ///
+    /// `nil` when no replica is in use, or the one asked was behind, failed or did not answer
+    /// in time before `read` set `handed` (it has handed part of its result over): the caller
+    /// reads from the primary. A failure after that is thrown, and the caller reads again.
+    func read<Result>(_ target: ReadTarget, _ read: (PostgresClient, inout Bool) async throws -> Result) async throws -> Result? {
+        guard let replica = choose(target: target) else { return nil }
+        var handed = false
+        do {
+            if !replica.known {
+                let (logger, wait) = (self.logger, waitMilliseconds)
+                try await withDeadline(configuration.readTimeout, "replica \(replica.name) to answer") {
+                    try await replica.client.withOpenConnection { connection in
+                        let answer = try await connection.query(
+                            "SELECT psync_replica_ready(\(target.position), \(target.timeline), \(wait))", logger: logger)
+                        for try await _ in answer {}
+                    }
+                }
+                ready(replica.index, target: target)
+            }
+            let result = try await read(replica.client, &handed)
+            served(replica.index)
+            return result
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "PSR01" {
+            behind(replica.index)
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "40001" && !handed {
+            // Cancelled by a conflict with the replica's recovery (hot standby): the replica
+            // stays in use.
+            behind(replica.index)
+        } catch {
+            // Another timeline or not streaming (PSR02), unreachable, too slow: out for the
+            // next looks, then until the monitor finds it right again.
+            if Task.isCancelled { throw error }
+            readFailed(replica.index, error)
+            if handed { throw error }
+        }
+        return nil
+    }
+
     /// The replica to ask for a page that needs `target`, if any.
     /// `known`: the replica's replay was seen past the target on its timeline already (a look
     /// or an earlier check), so the page is read without asking it again.
-    func choose(target: ReadTarget) -> (index: Int, name: String, client: PostgresClient, known: Bool)? {
+    private func choose(target: ReadTarget) -> (index: Int, name: String, client: PostgresClient, known: Bool)? {
         guard let (index, known) = state.withLock({ $0.choose(target: target.position, timeline: target.timeline) }) else {
             fallbacks["none"]?.increment()
             return nil
@@ -101,27 +146,27 @@ package final class ReadReplicas: Service, Sendable {
         return (index, replicas[index].name, replicas[index].client, known)
     }
 
-    /// A replica said it had replayed `target` (``ObjectStore`` asked it before a page).
-    func ready(_ index: Int, target: ReadTarget) {
+    /// A replica said it had replayed `target` (``read(_:_:)`` asked it).
+    private func ready(_ index: Int, target: ReadTarget) {
         state.withLock { $0.ready(index, target: target.position) }
     }
 
     /// A replica served a page.
-    func served(_ index: Int) {
+    private func served(_ index: Int) {
         state.withLock { $0.served(index) }
         replicas[index].pages.increment()
     }
 
     /// A replica had not replayed far enough for a page, or a conflict with its recovery
     /// cancelled the read: the page is read from the primary.
-    func behind(_ index: Int) {
+    private func behind(_ index: Int) {
         fallbacks["behind"]?.increment()
     }
 
     /// A page read from a replica failed: it is read from the primary, and the replica serves
     /// none for the next looks (more of them after each failure in a row), then until the
     /// monitor finds it right again.
-    func readFailed(_ index: Int, _ error: any Error) {
+    private func readFailed(_ index: Int, _ error: any Error) {
         fallbacks["failed"]?.increment()
         settle(state.withLock { $0.readFailed(index, Self.describe(error)) }.map { [$0] } ?? [])
     }
