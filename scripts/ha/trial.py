@@ -916,14 +916,19 @@ class Trial:
 
     async def convergence(self, subscribers, timeout):
         """Waits until each subscriber holds what PostgreSQL holds; returns (seconds or None,
-        {subscriber: {partition: difference}})."""
+        {subscriber: {partition: difference}}, (the server's state and each subscriber's copies last
+        compared)). Whatever is said of the subscribers afterwards is said of that pair: the server
+        read again may hold a later commit (a trigger still raising unread counts) the subscribers
+        have not been pushed yet."""
         partitions = {p for s in subscribers for p in s.partitions}
         t = now()
         differences = {}
+        compared = ({}, {})
 
         async def converged():
-            nonlocal differences
+            nonlocal differences, compared
             server = await self.server_state(partitions)
+            compared = (server, {s.name: {p: dict(s.held[p]) for p in s.partitions} for s in subscribers})
             differences = {}
             for s in subscribers:
                 for p in s.partitions:
@@ -933,14 +938,14 @@ class Trial:
             return not differences and all(s.all_up_to_date() for s in subscribers)
         try:
             await eventually("the subscribers to hold what the server holds", converged, timeout, interval=0.5)
-            return round(now() - t, 2), {}
+            return round(now() - t, 2), {}, compared
         except TimeoutError:
-            return None, differences
+            return None, differences, compared
 
     async def check_subscribers(self, label):
         for s in self.subscribers:
             s.online.set()
-        seconds, differences = await self.convergence(self.subscribers, 30)
+        seconds, differences, _ = await self.convergence(self.subscribers, 30)
         summary = {name: {p: {k: len(v) for k, v in d.items()} for p, d in parts.items()}
                    for name, parts in differences.items()}
         self.report.setdefault("subscribers", {})[label] = {
@@ -1077,21 +1082,20 @@ class Trial:
         await asyncio.sleep(1.0)
         self.writing.clear()
         await self.pause_writers()
-        seconds, _ = await self.convergence(witnesses + [late], 20)
+        seconds, _, (everything, held) = await self.convergence(witnesses + [late], 20)
         result["converged_after"] = seconds
         result["triggers_ahead_of_the_log"] = [a for a in self.triggers_ahead if a["at"] >= t0][:20]
-        everything = await self.server_state({p for s in witnesses + [late] for p in s.partitions})
         server = everything[partition]
         lost = [i for i in tail_ids if i not in server]
         result["lost_acked"] = lost
         result["subscribers"] = {}
         failures = []
         for s in witnesses + [late]:
-            d = self.difference(s.held[partition], server)
+            d = self.difference(held[s.name][partition], server)
             resets = [t for t, p in s.resets if p == partition and t >= t0]
             # the subscriber's other partitions: its own User record carries the unread counts
             # the old primary's trigger raised for the lost messages
-            others = {p: self.difference(s.held[p], everything[p]) for p in s.partitions if p != partition}
+            others = {p: self.difference(held[s.name][p], everything[p]) for p in s.partitions if p != partition}
             others = {p: {k: len(v) for k, v in o.items()} for p, o in others.items() if o}
             result["subscribers"][s.name] = {"instance": s.instance_name, "reset_after_the_kill": resets[:3],
                                              "difference": d, "other_partitions": others}
