@@ -49,6 +49,9 @@ package final class SyncServer: Service, Sendable {
         runningHub.withLock { $0?.counts } ?? (0, 0)
     }
 
+    /// Open sessions holding their worker's task (for tests: none once every session is idle).
+    package var sessionWorkersHeld: Int { sessions.workersHeld }
+
     package init(
         configuration: ServerConfiguration, database: DatabaseURL, application: SyncApplication, logger: Logger
     ) {

@@ -35,4 +35,42 @@ struct SessionMemoryTests {
             }
         }
     }
+
+    /// A task's stack (every slab it grew to) is freed only when the task goes, and a finished
+    /// task's handle keeps it: an idle session that kept its last worker's handle kept the
+    /// worker's whole stack, ~13 kB in a release build, the biggest part of an idle session.
+    @Test("an idle session lets go of its finished worker")
+    func finishedWorkerReleased() async throws {
+        try await TestDatabase.with { db in
+            try await TestServer.with(database: db.url) { server in
+                let alice = try await server.register("alice@example.com")
+                let mine = partition("user=\(alice.userID)")
+                let operations = (0..<30).map { SyncOperation.put(key("Note", "n\($0)"), body: ["n": .int(Int64($0))]) }
+                try await db.store().upload(Upload(partition: mine, operations: operations, principal: alice.userID))
+                var clients: [TestSyncClient] = []
+                for _ in 0..<3 {
+                    let client = try await server.connect(token: alice.accessToken)
+                    #expect(try await client.next() == .ready(userId: alice.userID))
+                    // A snapshot, and an upload: both are the worker's.
+                    guard case .success(let copy) = try await client.subscribe(mine) else {
+                        Issue.record("the subscription was refused")
+                        return
+                    }
+                    #expect(copy.objects.count == 30 + clients.count)
+                    let answer = try await client.upload(
+                        [.put(key("Note", "extra-\(clients.count)"), body: ["n": 0])], to: mine, requestId: "r\(clients.count)")
+                    #expect(answer.isAck)
+                    clients.append(client)
+                }
+                // Each worker lets go of its task in the step that ends it, after its last
+                // answer was queued.
+                let deadline = ContinuousClock.now + .seconds(30)
+                while server.server.sessionWorkersHeld > 0, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                #expect(server.server.sessionWorkersHeld == 0, "idle sessions still hold their finished workers' tasks")
+                for client in clients { _ = await client.close() }
+            }
+        }
+    }
 }

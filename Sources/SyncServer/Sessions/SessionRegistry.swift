@@ -59,6 +59,13 @@ final class SessionRegistry: Service, Sendable {
 
     var count: Int { state.withLock { $0.sessions.count } }
 
+    /// How many open sessions hold their worker's task: none once each is idle (a finished
+    /// task kept by its handle keeps its whole stack).
+    var workersHeld: Int {
+        let open = state.withLock { Array($0.sessions.values) }
+        return open.count { $0.holdsWorker }
+    }
+
     /// The graceful shutdown began (``windDown(timeout:)``): no session is added any more.
     var isStopping: Bool { state.withLock { $0.stopping } }
 

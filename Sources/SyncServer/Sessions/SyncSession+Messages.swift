@@ -11,7 +11,44 @@ import SyncStorage
 extension SyncSession {
     /// Handles one message from the client. Errors answer with an `error` message; the
     /// session goes on, except for authentication failures, which close it.
+    ///
+    /// The reader task calls it for every message, for the whole life of the session, and a
+    /// task keeps every slab its stack ever grew to until it ends: what may go deep (checking
+    /// a token, a permission rule reading the database) runs on a task of its own, awaited,
+    /// and the rest is decoded outside the asynchronous frame. An idle session's reader then
+    /// holds no more stack than reading and queueing need.
     func handle(_ bytes: ByteBuffer) async {
+        switch received(bytes) {
+        case nil:
+            return
+        case .auth(let token)?:
+            await onItsOwnTask { await self.authenticate(token) }
+        case .message(.subscribe(let partition, let cursor, let progress), let principal)?:
+            // The wire's cursor read once, here: one this server did not hand out (another
+            // database's, or garbage) starts a snapshot.
+            let start = cursor.flatMap(CursorPosition.init)
+            await onItsOwnTask { await self.subscribe(partition, from: start, progress: progress, as: principal) }
+        case .message(.upload(let requestId, let partition, let operations), _)?:
+            await enqueueUpload(QueuedUpload(requestId: requestId, partition: partition, operations: operations))
+        case .message(.ping(let nonce), _)?:
+            send(.pong(nonce: nonce))
+        case .message(.unsubscribe(let partition), _)?:
+            unsubscribe(partition)
+        case .message(.auth, _)?:
+            break
+        }
+    }
+
+    /// A client message decoded, with the principal it is handled for.
+    enum Received {
+        /// `auth`, which needs no principal yet.
+        case auth(String)
+        case message(ClientMessage, Principal)
+    }
+
+    /// Decodes a client message; `nil` once it has been answered here (not JSON, not a
+    /// message, or not authenticated yet).
+    private func received(_ bytes: ByteBuffer) -> Received? {
         let now = services.time.uptime()
         state.withLock { $0.lastActivity = now }
         let json: JSONValue
@@ -20,7 +57,7 @@ extension SyncSession {
         } catch {
             let code: SyncError.Code = error.reason == .tooDeep ? .jsonTooDeep : .badRequest
             send(.error(SyncError(code, "the message is not valid JSON: \(error)"), partition: nil))
-            return
+            return nil
         }
         let message: ClientMessage
         do {
@@ -31,34 +68,29 @@ extension SyncSession {
                 services.metrics.countUpload("rejected")
                 services.metrics.countError(error.code.rawValue)
                 send(.rejected(requestId: requestId, partition: partition, error: error, objects: []))
-                return
+                return nil
             }
             let partition = json["partition"]?.stringValue.flatMap { try? Partition($0) }
             send(.error(error, partition: partition))
-            return
+            return nil
         }
-        if case .auth(let token) = message {
-            await authenticate(token)
-            return
-        }
+        if case .auth(let token) = message { return .auth(token) }
         guard let principal else {
             send(.error(SyncError(.unauthenticated, "send 'auth' with an access token first"), partition: nil))
             close(.unknown(4001), "unauthenticated")
-            return
+            return nil
         }
-        switch message {
-        case .auth:
-            break
-        case .ping(let nonce):
-            send(.pong(nonce: nonce))
-        case .subscribe(let partition, let cursor, let progress):
-            // The wire's cursor read once, here: one this server did not hand out (another
-            // database's, or garbage) starts a snapshot.
-            await subscribe(partition, from: cursor.flatMap(CursorPosition.init), progress: progress, as: principal)
-        case .unsubscribe(let partition):
-            unsubscribe(partition)
-        case .upload(let requestId, let partition, let operations):
-            await enqueueUpload(QueuedUpload(requestId: requestId, partition: partition, operations: operations))
+        return .message(message, principal)
+    }
+
+    /// Runs `body` on a task of its own and waits for it (cancelled with the caller): its
+    /// stack, however deep it goes, is freed when it ends.
+    private func onItsOwnTask(_ body: @escaping @Sendable () async -> Void) async {
+        let task = Task(operation: body)
+        await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            task.cancel()
         }
     }
 

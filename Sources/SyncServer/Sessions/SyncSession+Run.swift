@@ -115,7 +115,7 @@ extension SyncSession {
             do {
                 switch item {
                 case .reply(let text):
-                    try await outbound.writeTextMessage(text)
+                    try await writeText(ByteBuffer(string: text), to: outbound)
                 case .page(let page):
                     defer { pageWritten(page) }
                     try await writeText(page.bytes, to: outbound)
@@ -132,19 +132,21 @@ extension SyncSession {
 
     /// Writes a text message from its UTF-8 bytes as they are (the same buffer may go to many
     /// sessions), in frames of at most the configured size.
+    ///
+    /// Every item goes out through the one write below: the main task lives as long as the
+    /// session and keeps every slab its stack ever grew to, and each call site of the
+    /// WebSocket writer, inlined, adds its own copy of the writer's state to the frame.
     private func writeText(_ bytes: ByteBuffer, to outbound: WebSocketOutboundWriter) async throws {
         let limit = services.configuration.maximumFrameBytes
-        guard bytes.readableBytes > limit else {
-            try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: bytes)))
-            return
-        }
         var rest = bytes
         var opcode = WebSocketOpcode.text
-        while rest.readableBytes > limit {
-            try await outbound.write(.custom(WebSocketFrame(fin: false, opcode: opcode, data: rest.readSlice(length: limit)!)))
+        while true {
+            let last = rest.readableBytes <= limit
+            let data = last ? rest : rest.readSlice(length: limit)!
+            try await outbound.write(.custom(WebSocketFrame(fin: last, opcode: opcode, data: data)))
+            if last { return }
             opcode = .continuation
         }
-        try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: opcode, data: rest)))
     }
 
     /// Closes the session if it stayed unauthenticated, outlived its token, or went idle (the
@@ -181,9 +183,17 @@ extension SyncSession {
             if await applyQueuedUploads() == .closed { return }
             await recheckPermissions()
             await catchUp()
-            if state.withLock({ $0.lifecycle.workerPassed(uploadsWaiting: !$0.uploads.isEmpty) }) { return }
+            let ends = state.withLock { state in
+                guard state.lifecycle.workerPassed(uploadsWaiting: !state.uploads.isEmpty) else { return false }
+                state.worker = nil
+                return true
+            }
+            if ends { return }
         }
-        state.withLock { $0.lifecycle.workerCancelled() }
+        state.withLock { state in
+            state.lifecycle.workerCancelled()
+            state.worker = nil
+        }
     }
 
     /// Reads pages for catching-up subscriptions while the queue has room: the next page of a

@@ -67,7 +67,7 @@ final class SyncSession: FeedSubscriber, Sendable {
         var presentUser: String?
         /// The user whose session bound this session counts against.
         var countedUser: String?
-        /// The last worker started: the session waits for it before it ends.
+        /// The running worker, until it ends: the session waits for it before it ends.
         var worker: Task<Void, Never>?
     }
 
@@ -109,6 +109,9 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     var principal: Principal? { state.withLock { $0.principal } }
 
+    /// Whether the session holds a worker's task (one runs).
+    var holdsWorker: Bool { state.withLock { $0.worker != nil } }
+
     /// Tells the main task that items wait in the queue (once until it looks).
     func signalWriter() {
         if state.withLock({ $0.lifecycle.itemsQueued() }) { eventSink.yield(.write) }
@@ -116,10 +119,17 @@ final class SyncSession: FeedSubscriber, Sendable {
 
     /// Asks for the worker: starts one, or tells the running one to look again; none once the
     /// session is closing.
+    ///
+    /// The task is created and kept under the lock, and let go of under the lock in which it
+    /// passes for the last time (`work()`): the handle is kept only while the worker runs. A
+    /// finished task's handle keeps the task, and the runtime frees a task's stack (every slab
+    /// it grew to reading pages, ~13 kB) only when the task itself goes, so an idle session
+    /// that kept its last worker's handle kept that stack too.
     func requestWork() {
-        guard state.withLock({ $0.lifecycle.workRequested() }) else { return }
-        let worker = Task { await self.work() }
-        state.withLock { $0.worker = worker }
+        state.withLock { state in
+            guard state.lifecycle.workRequested() else { return }
+            state.worker = Task { await self.work() }
+        }
     }
 
     /// Counts this session in its user's presence (once), unless it does not count.
