@@ -49,6 +49,12 @@ package final class SyncServer: Service, Sendable {
         runningHub.withLock { $0?.counts } ?? (0, 0)
     }
 
+    private let servingStore = Locked<ObjectStore?>(nil)
+
+    /// The element indexes the searches of the store the server serves with read, once its
+    /// database is prepared (for tests).
+    package var elementIndexNames: Set<String> { servingStore.withLock { $0 }?.elementIndexNames ?? [] }
+
     /// Open sessions holding their worker's task (for tests: none once every session is idle).
     package var sessionWorkersHeld: Int { sessions.workersHeld }
 
@@ -89,7 +95,11 @@ package final class SyncServer: Service, Sendable {
                 configuration: configuration.replicas, primary: client, applicationName: "psync", time: configuration.time,
                 metricsFactory: metrics.factory, logger: logger)
         do {
-            let (app, triggerHealth) = try await makeApplication(client: client, replicas: replicas)
+            // One store for the preparation and the serving: the element indexes it creates are
+            // the ones its searches read.
+            let store = ObjectStore(client: client, configuration: configuration.storage, replicas: replicas, logger: logger)
+            servingStore.withLock { $0 = store }
+            let (app, triggerHealth) = try await makeApplication(client: client, store: store)
             self.triggerHealth.withLock { $0 = triggerHealth }
             // The application runs in a service group of its own, so the outer graceful
             // shutdown reaches it only after the sessions have wound down: each finishes the
@@ -110,7 +120,7 @@ package final class SyncServer: Service, Sendable {
                         await client.run()
                     }
                     for await _ in started {}
-                    try await self.prepareDatabase(client: client)
+                    try await self.prepareDatabase(client: client, store: store)
                     if let replicas { group.addTask { await replicas.run() } }
                     // Registered before serving, so the other instances start announcing.
                     try await self.runningInstances.withLock { $0 }?.register()
@@ -163,9 +173,8 @@ package final class SyncServer: Service, Sendable {
         sessions.sweep()
     }
 
-    private func makeApplication(client: PostgresClient, replicas: ReadReplicas?) async throws -> (some Service, TriggerHealth) {
+    private func makeApplication(client: PostgresClient, store: ObjectStore) async throws -> (some Service, TriggerHealth) {
         let readiness = self.readiness
-        let store = ObjectStore(client: client, configuration: configuration.storage, replicas: replicas, logger: logger)
         let issuer = try await TokenIssuer(
             secret: configuration.auth.jwtSecret, lifetime: configuration.auth.accessTokenLifetime, time: configuration.time)
         if configuration.auth.jwtSecret == nil {
@@ -347,10 +356,13 @@ package final class SyncServer: Service, Sendable {
     /// Before anything else runs: the migrations, the application's indexes, and its triggers'
     /// rows. A trigger new to this database starts at the end of the event log, so it is
     /// registered before the server accepts the requests whose events it must see.
-    private func prepareDatabase(client: PostgresClient) async throws {
+    ///
+    /// `store` is the one the server serves with: creating the indexes tells it which element
+    /// indexes are kept, and its searches read their entries (a store of its own here left the
+    /// server's searches scanning every object of the collection).
+    private func prepareDatabase(client: PostgresClient, store: ObjectStore) async throws {
         try application.permissions.check()
         try await Migrator(client: client, logger: logger).migrate()
-        let store = ObjectStore(client: client, configuration: configuration.storage, logger: logger)
         try await store.createIndexes(application.indexes)
         let ledger = TriggerLedger(store: store)
         var new: [String] = []

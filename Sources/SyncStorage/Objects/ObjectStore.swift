@@ -36,6 +36,9 @@ package final class ObjectStore: Sendable {
         elementIndexes.withLock { $0.contains(name) }
     }
 
+    /// The declared element indexes this store's searches read.
+    package var elementIndexNames: Set<String> { elementIndexes.withLock { $0 } }
+
     func setElementIndexes(_ names: Set<String>) {
         elementIndexes.withLock { $0 = names }
     }
