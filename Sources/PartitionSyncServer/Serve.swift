@@ -106,6 +106,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("replica-wait-ms"), help: "Milliseconds a replica a little behind is waited for before a page is read from the primary (env PSYNC_REPLICA_WAIT_MS).")
     var replicaWaitMilliseconds: Int = ProcessInfo.processInfo.environment["PSYNC_REPLICA_WAIT_MS"].flatMap(Int.init) ?? 50
 
+    @Option(name: .customLong("replica-read-timeout-ms"), help: "Milliseconds, beyond the wait, a connection to a replica may take to come, and a read on it to go without an answer or a row, before the page is read from the primary and the replica is out of reads until the monitor finds it right (env PSYNC_REPLICA_READ_TIMEOUT_MS).")
+    var replicaReadTimeoutMilliseconds: Int = ProcessInfo.processInfo.environment["PSYNC_REPLICA_READ_TIMEOUT_MS"].flatMap(Int.init) ?? 2_000
+
     /// The replicas, from the options or else the environment.
     func replicas() throws -> ReplicaConfiguration {
         var configuration = ReplicaConfiguration()
@@ -117,7 +120,7 @@ struct Serve: AsyncParsableCommand {
         configuration.pollInterval = .milliseconds(max(10, replicaPollMilliseconds))
         configuration.maximumLagBytes = max(0, replicaMaximumLagBytes)
         configuration.wait = .milliseconds(min(max(0, replicaWaitMilliseconds), 10_000))
-        configuration.readTimeout = configuration.wait + .seconds(2)
+        configuration.readTimeout = configuration.wait + .milliseconds(min(max(10, replicaReadTimeoutMilliseconds), 600_000))
         configuration.poolSize = max(1, database.maximumConnections / 2)
         return configuration
     }

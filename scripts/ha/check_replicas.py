@@ -8,9 +8,9 @@ give the page the client needs.
 In DIR (which it fills, and leaves for the logs): a plain PostgreSQL (balancer.py's: the role
 `psync`, no superuser, a member of pg_monitor; track_functions = all), a streaming replica of it
 made by pg_basebackup (hot standby), and one `psync serve` with the replica as
-PSYNC_REPLICA_URLS, looking at it every 100 ms. Alice and Bob share a conversation; Alice
-uploads, Bob reads: each read is a fresh WebSocket subscription without a cursor read until a
-batch is up to date (a snapshot), or an HTTP pull.
+PSYNC_REPLICA_URLS, looking at it every 100 ms, a page on it abandoned after 1 s. Alice and Bob
+share a conversation; Alice uploads, Bob reads: each read is a fresh WebSocket subscription
+without a cursor read until a batch is up to date (a snapshot), or an HTTP pull.
 
 1. the primary, and the replica streaming from it;
 2. the server, until /metrics says the replica is in use;
@@ -22,12 +22,17 @@ batch is up to date (a snapshot), or an HTTP pull.
    the replica served neither, a fallback (`behind` or `none`) was counted for each;
 6. replay resumed: once the replica has replayed the primary's WAL and is in use, snapshots
    come from it again, with M;
-7. a stopped replica (pg_ctl stop -m fast): snapshots still hold everything, from the primary;
+7. a frozen replica (SIGSTOP of its postmaster and every process under it) just after it served
+   a page, so that the server takes it to have replayed what the next page needs without asking
+   it: a snapshot subscription at once still holds everything, read from the primary once the
+   replica's read deadline passed (a read that waited on the frozen replica would never end);
+   it is out of use; thawed (SIGCONT), it is in use again;
+8. a stopped replica (pg_ctl stop -m fast): snapshots still hold everything, from the primary;
    it is out of use;
-8. a promoted replica: started again and in use, then promoted (pg_ctl promote); it is out
+9. a promoted replica: started again and in use, then promoted (pg_ctl promote); it is out
    of use ("not a standby"), and a message N uploaded to the real primary is in the next
    snapshot, which the promoted one (it never has N) did not serve;
-9. the server exits with status 0 on SIGTERM.
+10. the server exits with status 0 on SIGTERM.
 
 Waits are polls with deadlines. Prints the figures as JSON (per step: the pages the check read,
 those the replica served, the fallbacks to the primary by reason; the calls of psync_page and
@@ -38,13 +43,14 @@ import asyncio
 import json
 import os
 import secrets
+import signal
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from balancer import as_service_user, pg_ctl, postgres_options, start_postgres, stop_postgres  # noqa: E402
-from cluster import PG_BIN, chown_service, psql, service_env  # noqa: E402
+from cluster import PG_BIN, children_of, chown_service, psql, service_env, signal_pid  # noqa: E402
 from harness import (CheckFailed, Checker, Copy, Instance, check_main, connect, eventually, free_port,  # noqa: E402
                      interesting_log_lines, messages, post_upload, pull_all, register, share_conversation)
 from probe_failover import message_body  # noqa: E402
@@ -76,6 +82,7 @@ class Run:
         self.replica_log = os.path.join(self.dir, "logs", "replica.log")
         self.replica = f"127.0.0.1:{replica_port}"  # the server's name for it, in the metrics' labels
         self.instance = None
+        self.frozen = []  # the replica's processes stopped by step 7, until thawed
         self.acked = set()  # every acknowledged message's id
         self.figures = {"replica": self.replica, "steps": {}}
         self.step = None
@@ -273,7 +280,8 @@ class Run:
         await self.begin(2, "psync serve with the replica")
         replica_url = f"postgres://psync:{self.state['passwords']['psync']}@{self.replica}/psync?sslmode=disable"
         self.instance = Instance("i1", self.psync, url, os.path.join(self.dir, "logs"), secrets.token_hex(32),
-                                 extra_env={"PSYNC_REPLICA_URLS": replica_url, "PSYNC_REPLICA_POLL_MS": "100"})
+                                 extra_env={"PSYNC_REPLICA_URLS": replica_url, "PSYNC_REPLICA_POLL_MS": "100",
+                                            "PSYNC_REPLICA_READ_TIMEOUT_MS": "1000"})
         await self.instance.wait_ready()
         await self.wait_in_use(1, "the monitor found it streaming")
         check(self.logged(0, "replica in use for snapshots and catch-ups"), "the server logged that the replica is in use")
@@ -321,7 +329,21 @@ class Run:
         await self.from_replica(("snapshot",))
         await self.end_step()
 
-        await self.begin(7, "a stopped replica")
+        await self.begin(7, "a frozen replica")
+        await self.from_replica(("snapshot",))
+        self.freeze_replica()
+        copy, _ = await self.read("snapshot")
+        self.holds_everything(copy, "a snapshot subscription just after the replica froze")
+        await self.wait_in_use(0, "the replica is frozen")
+        copy, _ = await self.read("pull")
+        self.holds_everything(copy, "an HTTP pull while the replica is frozen")
+        self.thaw_replica()
+        await self.wait_in_use(1, "thawed")
+        await self.end_step()
+        served = self.figures["steps"][7]["totals"]
+        check(served["failed"] >= 1, f"a read abandoned on the frozen replica was counted as failed ({served})")
+
+        await self.begin(8, "a stopped replica")
         await asyncio.to_thread(pg_ctl, self.replica_data, "stop", "-w", "-t", "60", "-m", "fast")
         copy, _ = await self.read("snapshot")
         self.holds_everything(copy, "a snapshot subscription just after the replica stopped")
@@ -333,10 +355,10 @@ class Run:
         copy, _ = await self.read("pull")
         self.holds_everything(copy, "an HTTP pull without the replica")
         await self.end_step()
-        served = self.figures["steps"][7]["totals"]["replica"]
+        served = self.figures["steps"][8]["totals"]["replica"]
         check(served == 0, f"the stopped replica served no page ({served})")
 
-        await self.begin(8, "a promoted replica")
+        await self.begin(9, "a promoted replica")
         await asyncio.to_thread(self.start_replica)
         await self.wait_streaming()
         await self.wait_replayed()
@@ -358,7 +380,7 @@ class Run:
         check(served == 0, f"the promoted replica, which never had N, served no page ({served})")
         await self.end_step()
 
-        await self.begin(9, "SIGTERM")
+        await self.begin(10, "SIGTERM")
         seconds, code = await self.instance.terminate()
         check(code == 0, f"psync serve exits with status 0 on SIGTERM ({seconds} s)")
         self.figures["function_calls_at_end"] = await self.function_calls()
@@ -394,7 +416,22 @@ class Run:
         fallbacks = counted["behind"] + counted["none"]
         check(fallbacks >= 1, f"{what} counted a fallback to the primary (behind {counted['behind']}, none {counted['none']})")
 
+    def freeze_replica(self):
+        """SIGSTOP the replica's postmaster first (it forks nothing more), then every process under it."""
+        with open(os.path.join(self.replica_data, "postmaster.pid")) as f:
+            postmaster = int(f.readline().strip())
+        for pid in [postmaster] + children_of(postmaster) + children_of(postmaster):
+            if pid not in self.frozen and signal_pid(pid, signal.SIGSTOP):
+                self.frozen.append(pid)
+        say(f"froze the replica: {len(self.frozen)} processes")
+
+    def thaw_replica(self):
+        for pid in self.frozen:
+            signal_pid(pid, signal.SIGCONT)
+        self.frozen = []
+
     def stop(self):
+        self.thaw_replica()
         if self.instance:
             self.instance.kill()
         stop_postgres(self.state, self.replica_data)

@@ -180,36 +180,36 @@ extension ObjectStore {
         object: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, Int64, UnsafeRawBufferPointer?) throws -> Void
     ) async throws -> PageRead<Int> {
         if let target, let replicas,
-            let found = try await replicas.read(target, { replica, handed in
+            let found = try await replicas.read(target, { replica, watch in
                 try await walk(partition, from: position, limit: limit, floor: floor, on: replica) {
-                    handed = true
+                    watch.took()
                     try object($0, $1, $2, $3)
                 }
             })
         {
             return found
         }
-        return try await walk(partition, from: position, limit: limit, floor: floor, on: client, object: object)
+        return try await client.withOpenConnection { connection in
+            try await walk(partition, from: position, limit: limit, floor: floor, on: connection, object: object)
+        }
     }
 
-    /// One read of a page on `client` (the primary, or a replica that said it is ready).
+    /// One read of a page on `connection` (the primary, or a replica that said it is ready).
     private func walk(
-        _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?, on client: PostgresClient,
+        _ partition: Partition, from position: CursorPosition, limit: Int, floor: Int64?, on connection: PostgresConnection,
         object: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, Int64, UnsafeRawBufferPointer?) throws -> Void
     ) async throws -> PageRead<Int> {
-        // Streamed inside the lease (not `fetch`): a page's rows are decoded as they arrive.
-        try await client.withOpenConnection { connection in
-            let rows = try await connection.query(
-                """
-                SELECT * FROM psync_page(\(partition.description), \(position.version), \(position.after?.collection)::text,
-                                         \(position.after?.id)::text, \(floor)::bigint, \(limit + 1))
-                """, logger: logger)
-            var walk = PageWalk(limit: limit, maximumPageBytes: configuration.maximumPageBytes)
-            for try await row in rows {
-                guard try walk.take(row, object) else { break }
-            }
-            return walk.found
+        // Streamed (not `fetch`): a page's rows are decoded as they arrive.
+        let rows = try await connection.query(
+            """
+            SELECT * FROM psync_page(\(partition.description), \(position.version), \(position.after?.collection)::text,
+                                     \(position.after?.id)::text, \(floor)::bigint, \(limit + 1))
+            """, logger: logger)
+        var walk = PageWalk(limit: limit, maximumPageBytes: configuration.maximumPageBytes)
+        for try await row in rows {
+            guard try walk.take(row, object) else { break }
         }
+        return walk.found
     }
 }
 

@@ -91,37 +91,46 @@ package final class ReadReplicas: Service, Sendable {
     }
 
     /// Reads with a replica that has replayed `target` on its timeline, if one is in use:
-    /// `read` gets the replica's client once the replica was seen past the target (the last
-    /// look, an earlier page) or has said so within ``ReplicaConfiguration/readTimeout``
-    /// (`psync_replica_ready`, migration 0015, waiting up to ``ReplicaConfiguration/wait``).
-    /// `read`'s statements come after that, so their snapshot holds every commit replayed by
-    /// then: replay only moves forward while the replica runs, and a restart ends every
-    /// connection to it (the next look or read fails, and the replica must say it again).
+    /// `read` gets a connection to the replica once the replica was seen past the target (the
+    /// last look, an earlier page) or has said so on that connection (`psync_replica_ready`,
+    /// migration 0015, waiting up to ``ReplicaConfiguration/wait``). `read`'s statements come
+    /// after that, so their snapshot holds every commit replayed by then: replay only moves
+    /// forward while the replica runs, and a restart ends every connection to it.
+    ///
+    /// Bounded by ``ReplicaConfiguration/readTimeout`` twice over, for a replica that stopped
+    /// or froze since it was last seen: the connection must come within it (a lease given up,
+    /// ``HeldConnection``), and the read must not go that long without an answer or a row
+    /// (the connection is closed, ``ReplicaReadWatch``). `read` marks each row it hands over
+    /// to its caller with ``ReplicaReadWatch/took()``.
     ///
     /// `nil` when no replica is in use, or the one asked was behind, failed or did not answer
-    /// in time before `read` set `handed` (it has handed part of its result over): the caller
-    /// reads from the primary. A failure after that is thrown, and the caller reads again.
-    func read<Result>(_ target: ReadTarget, _ read: (PostgresClient, inout Bool) async throws -> Result) async throws -> Result? {
+    /// in time before `read` handed a row over: the caller reads from the primary. A failure
+    /// after that is thrown, and the caller reads again.
+    func read<Result>(_ target: ReadTarget, _ read: (PostgresConnection, ReplicaReadWatch) async throws -> Result) async throws -> Result? {
         guard let replica = choose(target: target) else { return nil }
-        var handed = false
+        let held = HeldConnection(replica.client)
+        defer { held.release() }
+        var watch: ReplicaReadWatch?
+        defer { watch?.stop() }
         do {
+            let connection = try await withDeadline(configuration.readTimeout, "replica \(replica.name) to lend a connection") {
+                try await held.take()
+            }
+            let watching = ReplicaReadWatch(connection, patience: configuration.readTimeout)
+            watch = watching
             if !replica.known {
-                let (logger, wait) = (self.logger, waitMilliseconds)
-                try await withDeadline(configuration.readTimeout, "replica \(replica.name) to answer") {
-                    try await replica.client.withOpenConnection { connection in
-                        let answer = try await connection.query(
-                            "SELECT psync_replica_ready(\(target.position), \(target.timeline), \(wait))", logger: logger)
-                        for try await _ in answer {}
-                    }
-                }
+                let answer = try await connection.query(
+                    "SELECT psync_replica_ready(\(target.position), \(target.timeline), \(waitMilliseconds))", logger: logger)
+                for try await _ in answer {}
+                watching.answered()
                 ready(replica.index, target: target)
             }
-            let result = try await read(replica.client, &handed)
+            let result = try await read(connection, watching)
             served(replica.index)
             return result
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "PSR01" {
             behind(replica.index)
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "40001" && !handed {
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "40001" && watch?.handed != true {
             // Cancelled by a conflict with the replica's recovery (hot standby): the replica
             // stays in use.
             behind(replica.index)
@@ -130,7 +139,7 @@ package final class ReadReplicas: Service, Sendable {
             // next looks, then until the monitor finds it right again.
             if Task.isCancelled { throw error }
             readFailed(replica.index, error)
-            if handed { throw error }
+            if watch?.handed == true { throw error }
         }
         return nil
     }

@@ -12,9 +12,11 @@ package struct ReplicaConfiguration: Sendable {
     /// read from the primary (`--replica-wait-ms`): replay trails a writing primary by
     /// milliseconds.
     package var wait: Duration = .milliseconds(50)
-    /// A replica that does not say within this (its wait included) whether it may serve a page
-    /// has the page read from the primary, and serves none until the monitor finds it right
-    /// again: a stopped or frozen replica, whose pool would wait for a connection.
+    /// A connection to a replica that does not come within this (its wait included;
+    /// `--replica-read-timeout-ms` beyond the wait), or a read on it that goes this long
+    /// without an answer or a row, has the page read from the primary, and the replica serves
+    /// none until the monitor finds it right again: a stopped or frozen replica, whose pool
+    /// would wait to reconnect or whose connection would never answer.
     package var readTimeout: Duration = .seconds(2)
     /// Connections to each replica.
     package var poolSize: Int = 10
