@@ -252,7 +252,7 @@ final class BenchEnvironment: Sendable {
 
     /// Raises the soft limit of open files to the hard limit (the server process inherits
     /// it); returns the limit now.
-    private static func raiseFileDescriptorLimit() -> Int {
+    static func raiseFileDescriptorLimit() -> Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
         limit.rlim_cur = limit.rlim_max

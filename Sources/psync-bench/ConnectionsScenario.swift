@@ -15,6 +15,10 @@ struct ConnectionsScenario {
         static let quick = Parameters(sessions: 200, changes: 3)
     }
 
+    /// Open files kept for the rest (database connections, files, the listener) beside the
+    /// sessions' sockets.
+    static let spareDescriptors = 512
+
     let parameters: Parameters
 
     init(_ parameters: Parameters) {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// `psync-bench`: measures the sync server against the raw PostgreSQL floor, in one run on
 /// one database. Prints one JSON object per scenario on stdout; progress goes to stderr.
@@ -170,6 +171,18 @@ struct Connections: AsyncParsableCommand {
 
     func run() async throws {
         let parameters = options.quick ? ConnectionsScenario.Parameters.quick : .init(sessions: sessions, changes: changes)
+        // Each session is a descriptor here and one in the server, which inherits this limit;
+        // past it connections fail one by one, minutes in: say so before starting.
+        let limit = BenchEnvironment.raiseFileDescriptorLimit()
+        if parameters.sessions + ConnectionsScenario.spareDescriptors > limit {
+            FileHandle.standardError.write(Data("""
+                psync-bench: \(parameters.sessions) sessions need as many open files in psync-bench and in the server, \
+                and this process may open \(limit) (its hard limit; \(ConnectionsScenario.spareDescriptors) are kept for \
+                the database and the rest): raise it (`ulimit -Hn`, as root, or LimitNOFILE) or pass \
+                --sessions \(max(0, limit - ConnectionsScenario.spareDescriptors)) or fewer\n
+                """.utf8))
+            throw ExitCode(2)
+        }
         try await BenchEnvironment.with(options) { environment in
             try await environment.report(ConnectionsScenario(parameters).run(in: environment))
         }
