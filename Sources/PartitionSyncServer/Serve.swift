@@ -140,6 +140,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("trigger-timeout"), help: "Seconds one step of a trigger (a handling transaction, a lease renewal, a read) may take before it is abandoned and retried (env PSYNC_TRIGGER_TIMEOUT).")
     var triggerTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_TIMEOUT"].flatMap(Int.init) ?? 60
 
+    @Option(name: .customLong("trigger-run-events"), help: "Events a trigger with a run handler reads at once and handles in one transaction, at most (env PSYNC_TRIGGER_RUN_EVENTS).")
+    var triggerRunEvents: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_RUN_EVENTS"].flatMap(Int.init) ?? 2_000
+
+    @Option(name: .customLong("trigger-run-bytes"), help: "Bytes of events (before and after images as stored) a run reads at most, one event at least (env PSYNC_TRIGGER_RUN_BYTES).")
+    var triggerRunBytes: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_RUN_BYTES"].flatMap(Int.init) ?? 8 << 20
+
     @Option(name: .customLong("trigger-max-lag"), help: "Events a trigger may be behind before /health/triggers reports it (env PSYNC_TRIGGER_MAX_LAG).")
     var triggerMaxLag: Int64 = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_MAX_LAG"].flatMap(Int64.init) ?? 10_000
 
@@ -259,6 +265,8 @@ struct Serve: AsyncParsableCommand {
         configuration.uploadTimeout = .seconds(max(1, uploadTimeout))
         configuration.triggers.operationTimeout = .seconds(max(1, triggerTimeout))
         configuration.triggers.maximumLag = triggerMaxLag
+        configuration.triggers.eventsPerRun = min(max(1, triggerRunEvents), 100_000)
+        configuration.triggers.runBytes = max(1, triggerRunBytes)
         configuration.stopTimeout = .seconds(max(1, stopTimeout))
         configuration.blobs.maximumBytes = max(0, blobMaxBytes)
         configuration.blobs.quotaBytes = max(0, blobQuotaBytes)

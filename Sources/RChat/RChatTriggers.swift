@@ -94,14 +94,16 @@ public enum RChatTriggers {
             newMessages[partition.value, default: 0] += 1
         }
         var operations: [Partition: [SyncOperation]] = [:]
-        let memberships = try await context.objects(Membership.self, ids: Array(newMessages.keys))
+        let conversations = Array(newMessages.keys)
+        let memberships = try await context.objects(Membership.self, ids: conversations)
+        // Only where the members' records are, every room's in one search: the increments read
+        // each record once, after its partition is locked.
+        let listings = try await context.keys(
+            of: User.collection, whereArray: "conversations", field: "id", in: conversations.map(JSONValue.string))
         for (conversation, count) in newMessages.sorted(by: { $0.key < $1.key }) {
             let membership = memberships[conversation]
-            // Only where the members' records are: the increments read each record once, after
-            // its partition is locked.
-            let listing = try await context.keys(of: User.collection, whereArray: "conversations", field: "id", is: .string(conversation))
             let path = try RChatPaths.unreadCount(conversation)
-            for member in listing where membership?.contains(member.key.id) ?? true {
+            for member in listings[.string(conversation)] ?? [] where membership?.contains(member.key.id) ?? true {
                 operations[member.partition, default: []].append(.increment(member.key, path: path, by: .int(count)))
             }
         }

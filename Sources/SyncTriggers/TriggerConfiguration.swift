@@ -11,12 +11,20 @@ package struct TriggerConfiguration: Sendable {
     package var leaseDuration: Duration = .seconds(5)
     /// How often the lease holder renews, and how often others try to take it. Default 1 second.
     package var leaseRenewal: Duration = .seconds(1)
-    /// Events read per batch. Default 100.
+    /// Events read per batch by a trigger with an event handler. Default 100.
     package var batchSize: Int = 100
+    /// Events a trigger with a run handler reads at once and hands to its handler in one
+    /// transaction: at most this many, and no more once their before and after images (as
+    /// stored) reach ``runBytes``. A trigger that fell behind catches up in runs this large,
+    /// and what its handler does once per run for everything the run changed (an unread count
+    /// raised once by a room's new messages) is done fewer times. Default 2,000.
+    package var eventsPerRun: Int = 2_000
+    /// The bytes of events a run reads at most (one event at least). Default 8 MiB.
+    package var runBytes: Int = 8 << 20
     /// Events an ordered trigger handles in one transaction, in order, with one commit for all
     /// (a failure rolls the transaction back and the events are handled again one by one, each
     /// with its retries). Default 50; 1 commits every event on its own. A trigger with a run
-    /// handler takes every event of a read (``batchSize``) in one transaction.
+    /// handler takes every event of a read (``eventsPerRun``) in one transaction.
     package var eventsPerTransaction: Int = 50
     /// An ordered trigger's transaction also ends, before `eventsPerTransaction`, after the
     /// event that brings it to this many object changes: a run whose events each change many

@@ -69,15 +69,15 @@ final class TriggerRunner: Service, Sendable {
                 await sleepUnlessStopping(duration, on: runtime.time)
                 action = machine.waited(now: now)
             case .read(let start):
-                let (store, configuration, filter) = (runtime.store, runtime.configuration, trigger.filter)
+                let (store, limit, filter) = (runtime.store, machine.policy.readLimit, trigger.filter)
+                let bytes = machine.policy.handlesRuns ? runtime.configuration.runBytes : nil
                 do {
                     // Only the events the trigger may handle are read and decoded; the rest of
                     // the scanned range is passed over.
-                    let (events, through) = try await runtime.bounded("reading events for trigger \(name)") {
-                        try await EventLog(store: store).events(
-                            after: start, limit: configuration.batchSize, scan: configuration.batchSize * 20, filter: filter)
+                    let (events, through, full) = try await runtime.bounded("reading events for trigger \(name)") {
+                        try await EventLog(store: store).events(after: start, limit: limit, scan: limit * 20, bytes: bytes, filter: filter)
                     }
-                    action = machine.read(events, through: through, now: now)
+                    action = machine.read(events, through: through, full: full, now: now)
                 } catch {
                     action = failed(&machine, error)
                 }

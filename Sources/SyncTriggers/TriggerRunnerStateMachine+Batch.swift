@@ -59,7 +59,7 @@ extension TriggerRunnerStateMachine {
     /// The events of the next run: up to `eventsPerTransaction` matching ones (a run handler
     /// takes a whole read), stopping before one too deep, which goes alone (to its dead letter).
     private func nextRun(of batch: Batch) -> [ChangeEvent] {
-        let perTransaction = max(1, policy.handlesRuns ? policy.batchSize : policy.eventsPerTransaction)
+        let perTransaction = max(1, policy.handlesRuns ? batch.events.count : policy.eventsPerTransaction)
         var run: [ChangeEvent] = []
         var handled = 0
         var index = batch.index

@@ -69,7 +69,9 @@ struct TriggerRunnerStateMachine: Sendable {
         var gathering: Duration
         var retry: Trigger.RetryPolicy
         var maximumDepth: Int
-        var batchSize: Int
+        /// Events one read takes at most: ``TriggerConfiguration/eventsPerRun`` for a run
+        /// handler, ``TriggerConfiguration/batchSize`` otherwise.
+        var readLimit: Int
         var eventsPerTransaction: Int
         var leaseRenewal: Duration
         var pollInterval: Duration
@@ -81,7 +83,7 @@ struct TriggerRunnerStateMachine: Sendable {
             gathering = trigger.gathering
             retry = trigger.retry
             maximumDepth = configuration.maximumDepth
-            batchSize = configuration.batchSize
+            readLimit = handlesRuns ? configuration.eventsPerRun : configuration.batchSize
             eventsPerTransaction = configuration.eventsPerTransaction
             leaseRenewal = configuration.leaseRenewal
             pollInterval = configuration.pollInterval
@@ -119,7 +121,8 @@ struct TriggerRunnerStateMachine: Sendable {
     private var renewed: Duration?
     /// When the last non-empty read was handled (for ``Trigger/gathering``).
     private var lastRun: Duration?
-    /// The last read was full: the trigger is behind and does not wait to gather.
+    /// The last read was full (its events or bytes at the limit): the trigger is behind and
+    /// does not wait to gather.
     private var behind = false
     /// Changed only by the machine (and its batch extension).
     var pending = Pending.register
@@ -177,8 +180,8 @@ struct TriggerRunnerStateMachine: Sendable {
     }
 
     /// A read returned `events` (those the trigger may handle, in order) and scanned the log
-    /// up to `through`.
-    mutating func read(_ events: [ChangeEvent], through: Int64, now: Duration) -> Action {
+    /// up to `through`; `full`: it stopped at its limit of events or bytes, so more may follow.
+    mutating func read(_ events: [ChangeEvent], through: Int64, full: Bool, now: Duration) -> Action {
         guard case .read = pending else { return unexpected() }
         guard let last = events.last else {
             if through > position {
@@ -188,7 +191,7 @@ struct TriggerRunnerStateMachine: Sendable {
             return wait(.waitForWake(timeout: policy.pollInterval), then: .cycle)
         }
         lastRun = now
-        behind = events.count == policy.batchSize
+        behind = full
         if policy.concurrent {
             pending = .concurrent(last: last.position, through: through)
             return .runConcurrently(events.filter(policy.matches), from: position)

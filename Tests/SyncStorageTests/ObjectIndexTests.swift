@@ -163,6 +163,36 @@ struct ObjectIndexTests {
         }
     }
 
+    @Test("element searches of many values, read in one statement, answer as one search per value does, before and after a change, staged or written")
+    func manyValuesAtOnce() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            try await store.createIndexes([ObjectIndex.arrayElements(collection: "User", path: "conversations", field: "id")])
+            try await store.apply([.put(key("User", "u1"), body: ["conversations": [["id": "c1"], ["id": "c2"], ["id": 7]]])], in: partition("user=u1"))
+            let values: [JSONValue] = ["c1", "c2", "c3", 7, "c2"]
+            let searches = values.map { ObjectSearch.array("User", path: "conversations", field: "id", is: $0) }
+            for defers in [false, true] {
+                try await store.apply([.put(key("User", "u2"), body: ["conversations": [["id": "c2"]]])], in: partition("user=u2"))
+                try await store.apply([.delete(key("User", "u3"))], in: partition("user=u3"))
+                let (together, alone) = try await store.withWriteTransaction(author: "test") { transaction in
+                    transaction.defersWrites = defers
+                    // A change before the search: staged (deferred) or written.
+                    try await transaction.apply([.put(key("User", "u3"), body: ["conversations": [["id": "c3"]]])], in: partition("user=u3"))
+                    let together = try await transaction.keys(searches).map { $0.map(\.key) }
+                    // Then a change after it, which the next searches see.
+                    try await transaction.apply([.put(key("User", "u2"), body: ["conversations": []])], in: partition("user=u2"))
+                    let after = try await transaction.keys(searches).map { $0.map(\.key) }
+                    var alone: [[ObjectKey]] = []
+                    for search in searches { alone.append(try await transaction.keys(search).map(\.key)) }
+                    return (together + after, alone)
+                }
+                let (u1, u2, u3) = (key("User", "u1"), key("User", "u2"), key("User", "u3"))
+                #expect(together == [[u1], [u1, u2], [u3], [u1], [u1, u2], [u1], [u1], [u3], [u1], [u1]], "defers: \(defers)")
+                #expect(Array(together.suffix(5)) == alone, "defers: \(defers)")
+            }
+        }
+    }
+
     @Test("element entries follow every write, and a rewrite that keeps the values writes none")
     func entriesFollowWrites() async throws {
         try await TestDatabase.with { db in

@@ -54,23 +54,51 @@ struct EventLogTests {
             let log = EventLog(store: store)
             try await log.sequence()
             let inserts = ChangeEvent.Filter(kinds: [.object], collections: ["Note"], operations: [.insert])
-            var (events, through) = try await log.events(after: 0, limit: 10, scan: 100, filter: inserts)
+            var (events, through, _) = try await log.events(after: 0, limit: 10, scan: 100, filter: inserts)
             #expect(events.map(\.position) == [3, 7])
             #expect(through == 11)
             // The limit stops at the last event returned; the scan window bounds the range read.
-            (events, through) = try await log.events(after: 0, limit: 1, scan: 100, filter: inserts)
+            (events, through, _) = try await log.events(after: 0, limit: 1, scan: 100, filter: inserts)
             #expect(events.map(\.position) == [3] && through == 3)
-            (events, through) = try await log.events(after: 3, limit: 2, scan: 2, filter: inserts)
+            (events, through, _) = try await log.events(after: 3, limit: 2, scan: 2, filter: inserts)
             #expect(events.isEmpty && through == 5)
             let notes = ChangeEvent.Filter(kinds: [.object], collections: ["Note"])
-            (events, through) = try await log.events(after: 3, limit: 10, scan: 100, filter: notes)
+            (events, through, _) = try await log.events(after: 3, limit: 10, scan: 100, filter: notes)
             #expect(events.map(\.position) == [7, 8, 11])
             #expect(events.map(\.operation) == [.insert, .update, .replace])
-            (events, through) = try await log.events(after: 11, limit: 10, scan: 100, filter: notes)
+            (events, through, _) = try await log.events(after: 11, limit: 10, scan: 100, filter: notes)
             #expect(events.isEmpty && through == 11)
             let users = ChangeEvent.Filter(kinds: [.user])
-            (events, through) = try await log.events(after: 0, limit: 10, scan: 100, filter: users)
+            (events, through, _) = try await log.events(after: 0, limit: 10, scan: 100, filter: users)
             #expect(events.isEmpty && through == 11)
+        }
+    }
+
+    @Test("a read with a byte budget stops at the event that reaches it, one event at least, and says it is full")
+    func byteBudget() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let room = partition("conversation=c-1")
+            // Five inserts of bodies of about 1 kB each (stored uncompressed below 2 kB).
+            for n in 1...5 {
+                let text = (0..<1_000).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement()! }
+                try await store.upload(Upload(partition: room, operations: [.put(key("Doc", "d\(n)"), body: ["t": .string(String(text))])], principal: "u"))
+            }
+            let log = EventLog(store: store)
+            try await log.sequence()
+            let docs = ChangeEvent.Filter(kinds: [.object], collections: ["Doc"])
+            // Two events reach 2,000 bytes: the second is read, the third is not.
+            var (events, through, full) = try await log.events(after: 0, limit: 10, scan: 100, bytes: 2_000, filter: docs)
+            #expect(events.map(\.position) == [1, 2] && through == 2 && full)
+            // A budget below one event still reads one.
+            (events, through, full) = try await log.events(after: 2, limit: 10, scan: 100, bytes: 1, filter: docs)
+            #expect(events.map(\.position) == [3] && through == 3 && full)
+            // Under the budget and the limit: the rest, and not full.
+            (events, through, full) = try await log.events(after: 3, limit: 10, scan: 100, bytes: 1 << 20, filter: docs)
+            #expect(events.map(\.position) == [4, 5] && through == 5 && !full)
+            // At the limit of events: full.
+            (events, through, full) = try await log.events(after: 0, limit: 5, scan: 100, filter: docs)
+            #expect(events.count == 5 && through == 5 && full)
         }
     }
 

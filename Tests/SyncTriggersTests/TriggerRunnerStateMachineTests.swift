@@ -56,12 +56,12 @@ struct TriggerRunnerStateMachineTests {
         var machine = Self.machine()
         Self.holding(&machine, at: 7)
         #expect(machine.holding)
-        #expect(machine.read([], through: 7, now: .zero) == .waitForWake(timeout: .seconds(1)))
+        #expect(machine.read([], through: 7, full: false, now: .zero) == .waitForWake(timeout: .seconds(1)))
         // Woken before the lease is due: reads again without renewing.
         #expect(machine.waited(now: .milliseconds(300)) == .read(after: 7))
         // Events it does not handle were scanned: passed over in memory, stored with the next renewal.
-        #expect(machine.read([], through: 12, now: .milliseconds(400)) == .read(after: 12))
-        #expect(machine.read([], through: 12, now: .milliseconds(500)) == .waitForWake(timeout: .seconds(1)))
+        #expect(machine.read([], through: 12, full: false, now: .milliseconds(400)) == .read(after: 12))
+        #expect(machine.read([], through: 12, full: false, now: .milliseconds(500)) == .waitForWake(timeout: .seconds(1)))
         #expect(machine.waited(now: .milliseconds(1500)) == .acquireLease(passed: 12))
     }
 
@@ -70,7 +70,7 @@ struct TriggerRunnerStateMachineTests {
         var machine = Self.machine()
         Self.holding(&machine, at: 0)
         let events = (1...5).map { Self.message(Int64($0)) }
-        #expect(machine.read(events, through: 6, now: .zero) == .runTogether(Array(events[0..<3]), from: 0))
+        #expect(machine.read(events, through: 6, full: false, now: .zero) == .runTogether(Array(events[0..<3]), from: 0))
         #expect(machine.ranTogether(taken: 3, now: .zero) == .runTogether(Array(events[3..<5]), from: 3))
         // The transaction reached its change budget after the first: the second goes in the next run.
         #expect(machine.ranTogether(taken: 1, now: .zero) == .runOne(events[4], from: 4, attempt: 1))
@@ -83,7 +83,7 @@ struct TriggerRunnerStateMachineTests {
         var machine = Self.machine(retry: .init(attempts: 1))
         Self.holding(&machine, at: 0)
         let events = [Self.message(1), Self.other(2), Self.message(3, poison: true), Self.message(4)]
-        #expect(machine.read(events, through: 4, now: .zero) == .runTogether(Array(events[0..<4]), from: 0))
+        #expect(machine.read(events, through: 4, full: false, now: .zero) == .runTogether(Array(events[0..<4]), from: 0))
         #expect(machine.failed(.failed("poisoned", permanent: false), now: .zero) == .runOne(events[0], from: 0, attempt: 1))
         #expect(machine.handled(now: .zero) == .runOne(events[2], from: 1, attempt: 1))
         let failed = machine.failed(.failed("poisoned", permanent: false), now: .zero)
@@ -97,7 +97,7 @@ struct TriggerRunnerStateMachineTests {
         var machine = Self.machine(retry: .init(attempts: 5, initialBackoff: .milliseconds(100), maximumBackoff: .milliseconds(300)))
         Self.holding(&machine, at: 0)
         let event = Self.message(1)
-        #expect(machine.read([event], through: 1, now: .zero) == .runOne(event, from: 0, attempt: 1))
+        #expect(machine.read([event], through: 1, full: false, now: .zero) == .runOne(event, from: 0, attempt: 1))
         var backoffs: [Duration] = []
         for attempt in 1...4 {
             guard case .sleep(let backoff) = machine.failed(.failed("no", permanent: false), now: .zero) else {
@@ -121,7 +121,7 @@ struct TriggerRunnerStateMachineTests {
         let deep = Self.message(2, depth: 4)
         let next = Self.message(3)
         // The deep event ends the run before it and goes alone.
-        #expect(machine.read([refused, deep, next], through: 3, now: .zero) == .runOne(refused, from: 0, attempt: 1))
+        #expect(machine.read([refused, deep, next], through: 3, full: false, now: .zero) == .runOne(refused, from: 0, attempt: 1))
         #expect(machine.failed(.failed("type_mismatch", permanent: true), now: .zero)
             == .deadLetter(refused, attempts: 1, error: TriggerError(.handlerFailed, "type_mismatch"), from: 0))
         guard case .deadLetter(let event, attempts: 0, let error, from: 1) = machine.handled(now: .zero) else {
@@ -138,7 +138,7 @@ struct TriggerRunnerStateMachineTests {
         var machine = Self.machine()
         Self.holding(&machine, at: 0)
         let events = (1...6).map { Self.message(Int64($0)) }
-        #expect(machine.read(events, through: 6, now: .zero) == .runTogether(Array(events[0..<3]), from: 0))
+        #expect(machine.read(events, through: 6, full: false, now: .zero) == .runTogether(Array(events[0..<3]), from: 0))
         #expect(machine.ranTogether(taken: 3, now: .milliseconds(100)) == .runTogether(Array(events[3..<6]), from: 3))
         // The fenced advance found the lease gone: nothing of the run committed.
         #expect(machine.failed(.leaseLost, now: .milliseconds(200)) == .acquireLease(passed: nil))
@@ -156,7 +156,7 @@ struct TriggerRunnerStateMachineTests {
         var machine = Self.machine()
         Self.holding(&machine, at: 0)
         let events = (1...4).map { Self.message(Int64($0)) }
-        #expect(machine.read(events, through: 9, now: .zero) == .runTogether(Array(events[0..<3]), from: 0))
+        #expect(machine.read(events, through: 9, full: false, now: .zero) == .runTogether(Array(events[0..<3]), from: 0))
         #expect(machine.ranTogether(taken: 3, now: .seconds(1)) == .acquireLease(passed: 3))
         #expect(machine.leaseAnswered(position: 3, now: .seconds(1)) == .runOne(events[3], from: 3, attempt: 1))
         #expect(machine.handled(now: .seconds(2)) == .acquireLease(passed: 9))
@@ -169,7 +169,7 @@ struct TriggerRunnerStateMachineTests {
         var machine = Self.machine()
         Self.holding(&machine, at: 0)
         let event = Self.message(1)
-        #expect(machine.read([event], through: 1, now: .zero) == .runOne(event, from: 0, attempt: 1))
+        #expect(machine.read([event], through: 1, full: false, now: .zero) == .runOne(event, from: 0, attempt: 1))
         #expect(machine.failed(.unavailable("connection reset"), now: .zero) == .sleep(.seconds(1)))
         // The transaction had committed: the renewal finds the stored position past the event.
         #expect(machine.waited(now: .seconds(1)) == .acquireLease(passed: 0))
@@ -183,15 +183,15 @@ struct TriggerRunnerStateMachineTests {
         // Events 1-4 read from the old primary; 1-3 handled together there (and lost with its
         // tail), and the passes up to 9 kept in memory only.
         let events = (1...4).map { Self.message(Int64($0)) }
-        #expect(machine.read(events, through: 9, now: .zero) == .runTogether(Array(events[0..<3]), from: 0))
+        #expect(machine.read(events, through: 9, full: false, now: .zero) == .runTogether(Array(events[0..<3]), from: 0))
         #expect(machine.ranTogether(taken: 3, now: .seconds(1)) == .acquireLease(passed: 3))
         // The new primary stored position 0 and numbers its own events 1, 2, ...: event 4 of the
         // old history is not handled, and the next read starts at the stored position.
         #expect(machine.leaseAnswered(position: 0, continued: false, now: .seconds(1)) == .read(after: 0))
         #expect(machine.position == 0)
         // On the same timeline, a renewal keeps the larger of the two (a commit whose answer was lost).
-        #expect(machine.read([], through: 6, now: .seconds(1)) == .read(after: 6))
-        #expect(machine.read([], through: 6, now: .seconds(1)) == .waitForWake(timeout: .seconds(1)))
+        #expect(machine.read([], through: 6, full: false, now: .seconds(1)) == .read(after: 6))
+        #expect(machine.read([], through: 6, full: false, now: .seconds(1)) == .waitForWake(timeout: .seconds(1)))
         #expect(machine.waited(now: .seconds(2)) == .acquireLease(passed: 6))
         #expect(machine.leaseAnswered(position: 4, continued: true, now: .seconds(2)) == .read(after: 6))
     }
@@ -202,9 +202,14 @@ struct TriggerRunnerStateMachineTests {
         var machine = Machine(policy: .init(trigger: trigger, configuration: Self.configuration))
         Self.holding(&machine, at: 0)
         let events = (1...2).map { Self.message(Int64($0)) }
-        #expect(machine.read(events, through: 2, now: .zero) == .runTogether(events, from: 0))
+        #expect(machine.read(events, through: 2, full: false, now: .zero) == .runTogether(events, from: 0))
         #expect(machine.ranTogether(taken: 2, now: .milliseconds(100)) == .sleep(.milliseconds(4900)))
         #expect(machine.waited(now: .seconds(5)) == .acquireLease(passed: 2))
+        // A full read (its events or bytes at the limit): behind, the next run starts at once.
+        #expect(machine.leaseAnswered(position: 2, now: .seconds(5)) == .read(after: 2))
+        let more = (3...4).map { Self.message(Int64($0)) }
+        #expect(machine.read(more, through: 4, full: true, now: .seconds(5)) == .runTogether(more, from: 2))
+        #expect(machine.ranTogether(taken: 2, now: .seconds(5) + .milliseconds(100)) == .read(after: 4))
     }
 
     @Test("a concurrent trigger handles a batch at once, then advances past it")
@@ -212,7 +217,7 @@ struct TriggerRunnerStateMachineTests {
         var machine = Self.machine(mode: .concurrent(maximum: 4))
         Self.holding(&machine, at: 0)
         let events = [Self.message(1), Self.other(2), Self.message(3)]
-        #expect(machine.read(events, through: 5, now: .zero) == .runConcurrently([events[0], events[2]], from: 0))
+        #expect(machine.read(events, through: 5, full: false, now: .zero) == .runConcurrently([events[0], events[2]], from: 0))
         #expect(machine.handled(now: .zero) == .advance(to: 3))
         #expect(machine.handled(now: .zero) == .read(after: 5))
         #expect(machine.stop() == .releaseLease)

@@ -19,6 +19,9 @@ public protocol ObjectTransaction: ObjectReading {
     /// Where the objects the search finds are, without their bodies: for a handler that only
     /// writes to them.
     func keys(_ search: ObjectSearch) async throws -> [(partition: Partition, key: ObjectKey)]
+    /// ``keys(_:)`` of each search, in order: the engine asks the database once for the
+    /// searches one index serves (the members of all the rooms a run of messages went to).
+    func keys(_ searches: [ObjectSearch]) async throws -> [[(partition: Partition, key: ObjectKey)]]
     /// The number of open WebSocket sessions of a user on every instance.
     func openSessions(of userID: String) async throws -> Int
 }
@@ -26,5 +29,11 @@ public protocol ObjectTransaction: ObjectReading {
 extension ObjectTransaction {
     public func keys(_ search: ObjectSearch) async throws -> [(partition: Partition, key: ObjectKey)] {
         try await find(search).map { ($0.partition, $0.object.key) }
+    }
+
+    public func keys(_ searches: [ObjectSearch]) async throws -> [[(partition: Partition, key: ObjectKey)]] {
+        var found: [[(partition: Partition, key: ObjectKey)]] = []
+        for search in searches { found.append(try await keys(search)) }
+        return found
     }
 }

@@ -91,6 +91,17 @@ public struct TriggerContext: ObjectReading {
         try await transaction.keys(.array(collection, path: path, field: field, is: value))
     }
 
+    /// ``keys(of:whereArray:field:is:)`` for many values at once, by value (every value given
+    /// is a key; no object: an empty list): the declared index is read once for all of them,
+    /// where one search per value would cost a round trip each.
+    public func keys(
+        of collection: String, whereArray path: String, field: String, in values: [JSONValue]
+    ) async throws -> [JSONValue: [(partition: Partition, key: ObjectKey)]] {
+        let distinct = Array(Set(values))
+        let found = try await transaction.keys(distinct.map { ObjectSearch.array(collection, path: path, field: field, is: $0) })
+        return Dictionary(uniqueKeysWithValues: zip(distinct, found))
+    }
+
     /// Live objects of a collection whose array at `path` holds an element containing `element`
     /// (index: ``ObjectIndex/arrayContains(collection:path:)``).
     public func find(_ collection: String, whereArray path: String, contains element: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {

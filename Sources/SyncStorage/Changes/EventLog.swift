@@ -70,28 +70,47 @@ package struct EventLog: Sendable {
         "seq, kind, operation, collection, object_id, partition, version, user_id, before, after, changed, removed, author, depth, created_at"
 
     /// Numbered events after `position` that pass `filter`, in order, at most `limit`, found
-    /// among the next `scan` numbered events; and the position the reader may move to once it
-    /// has handled them (every event up to it that passes the filter is in the result). Events
-    /// that do not pass are never decoded.
-    package func events(after position: Int64, limit: Int, scan: Int, filter: ChangeEvent.Filter) async throws -> (events: [ChangeEvent], through: Int64) {
+    /// among the next `scan` numbered events, and with `bytes`, no more once their before and
+    /// after images (their stored size) reach it (one event at least); the position the reader
+    /// may move to once it has handled them (every event up to it that passes the filter is in
+    /// the result); and whether the read stopped at its limit of events or bytes (more may
+    /// follow at once). Events that do not pass, or do not fit, are never decoded.
+    package func events(
+        after position: Int64, limit: Int, scan: Int, bytes: Int? = nil, filter: ChangeEvent.Filter
+    ) async throws -> (events: [ChangeEvent], through: Int64, full: Bool) {
         // One statement reads the head (its first row) and the events up to it (or the scan's
-        // end), from one snapshot: every event it leaves out up to that end does not pass.
+        // end), from one snapshot: every event it leaves out up to that end does not pass. Each
+        // event's row also carries the bytes of the events before it in the read, and whether
+        // it brings them to the budget.
         let bound = position + Int64(max(scan, limit))
         let columns = Self.columns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let budget = Int64(bytes ?? Int.max)
         let query: PostgresQuery = """
-            SELECT LEAST(last_seq, \(bound)), \(unescaped: columns.map { _ in "NULL" }.joined(separator: ", ")) FROM psync_sequencer
+            SELECT LEAST(last_seq, \(bound)), false, \(unescaped: columns.map { _ in "NULL" }.joined(separator: ", ")) FROM psync_sequencer
             UNION ALL (
-                SELECT NULL, \(unescaped: Self.columns)
-                FROM psync_events
-                WHERE seq > \(position) AND seq <= (SELECT LEAST(last_seq, \(bound)) FROM psync_sequencer)
-                  AND kind = ANY(\(filter.kinds.map(\.rawValue))::text[])
-                  AND (\(filter.collections == nil) OR collection = ANY(\(Array(filter.collections ?? []))::text[]))
-                  AND (\(filter.operations == nil) OR operation = ANY(\((filter.operations ?? []).map(\.rawValue))::text[]))
-                ORDER BY seq LIMIT \(limit))
+                SELECT NULL, read + size >= \(budget), \(unescaped: Self.columns)
+                FROM (
+                    SELECT \(unescaped: Self.columns), size,
+                           coalesce(sum(size) OVER (ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS read
+                    FROM (
+                        SELECT \(unescaped: Self.columns), coalesce(pg_column_size(before), 0) + coalesce(pg_column_size(after), 0) AS size
+                        FROM psync_events
+                        WHERE seq > \(position) AND seq <= (SELECT LEAST(last_seq, \(bound)) FROM psync_sequencer)
+                          AND kind = ANY(\(filter.kinds.map(\.rawValue))::text[])
+                          AND (\(filter.collections == nil) OR collection = ANY(\(Array(filter.collections ?? []))::text[]))
+                          AND (\(filter.operations == nil) OR operation = ANY(\((filter.operations ?? []).map(\.rawValue))::text[]))
+                        ORDER BY seq LIMIT \(limit)) AS candidates) AS sized
+                WHERE read < \(budget)
+                ORDER BY seq)
             """
         var end = position
-        let events = try decode(try await store.client.fetch(query, logger: logger).rows, boundColumn: true) { end = max(end, $0) }
-        return (events, events.count == limit ? events.last!.position : end)
+        var reachedBudget = false
+        let events = try decode(try await store.client.fetch(query, logger: logger).rows, boundColumn: true) { bound, atBudget in
+            if let bound { end = max(end, bound) }
+            reachedBudget = reachedBudget || atBudget
+        }
+        let full = events.count == limit || reachedBudget
+        return (events, full ? events.last!.position : end, full)
     }
 
     /// The event at a position, if it exists.
@@ -111,18 +130,19 @@ package struct EventLog: Sendable {
         }
     }
 
-    /// Decodes event rows; with `boundColumn`, each row starts with a bound handed to
-    /// `bound`, and a row of the bound alone (no event) is skipped.
+    /// Decodes event rows; with `boundColumn`, each row starts with a bound and whether the
+    /// read's budget was reached, handed to `bound`, and a row of the bound alone (no event)
+    /// is skipped.
     private func decode(
-        _ rows: [PostgresRow], boundColumn: Bool = false, bound: (Int64) -> Void = { _ in }
+        _ rows: [PostgresRow], boundColumn: Bool = false, bound: (Int64?, Bool) -> Void = { _, _ in }
     ) throws -> [ChangeEvent] {
         var events: [ChangeEvent] = []
-        let o = boundColumn ? 1 : 0
+        let o = boundColumn ? 2 : 0
         for row in rows {
             let columns = row.makeRandomAccess()
             if boundColumn {
-                if let value = try columns[0].decode(Int64?.self) { bound(value) }
-                if try columns[1].decode(Int64?.self) == nil { continue }
+                bound(try columns[0].decode(Int64?.self), try columns[1].decode(Bool.self))
+                if try columns[2].decode(Int64?.self) == nil { continue }
             }
             let seq = try columns[o].decode(Int64.self)
             let kind = try columns[o + 1].decode(String.self)

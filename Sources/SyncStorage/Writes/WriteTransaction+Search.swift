@@ -17,6 +17,58 @@ extension WriteTransaction {
         try await find(search, bodies: false).map { ($0.partition, $0.object.key) }
     }
 
+    /// ``keys(_:)`` of each search, in order. The element searches of one declared element
+    /// index are answered by one statement for all their values (a run's rooms); in a
+    /// transaction that defers its writes, each value's answer then serves its search as if
+    /// that search had been read alone (the transaction's own changes laid over it).
+    package func keys(_ searches: [ObjectSearch]) async throws -> [[(partition: Partition, key: ObjectKey)]] {
+        var byIndex: [String: [ObjectSearch]] = [:]
+        for search in searches {
+            try search.check()
+            guard case .elementField(let field, _) = search.condition else { continue }
+            let index = ObjectIndex.arrayElements(collection: search.collection, path: search.path, field: field)
+            guard store.hasElementIndex(index.name) else { continue }
+            if mode.defersWrites, record.searches[Search(search: search, bodies: false)] != nil { continue }
+            byIndex[index.name, default: []].append(search)
+        }
+        var read: [ObjectSearch: [(partition: Partition, object: SyncObject)]] = [:]
+        for (index, group) in byIndex where group.count > 1 {
+            let values = group.map { search -> JSONValue in
+                guard case .elementField(_, let value) = search.condition else { preconditionFailure() }
+                return value
+            }
+            // Each entry with the ordinal of the value it matched.
+            let rows = try await connection.query(
+                """
+                SELECT w.n, o.collection, o.id, o.partition, o.version
+                FROM jsonb_array_elements(\(JSONB(value: .array(values)))) WITH ORDINALITY AS w(value, n)
+                JOIN psync_element_entries e ON e.index_name = \(index) AND e.value = w.value
+                JOIN psync_objects o ON o.collection = e.collection AND o.id = e.id
+                WHERE o.body IS NOT NULL
+                """, logger: logger)
+            var found = Array(repeating: [(partition: Partition, object: SyncObject)](), count: group.count)
+            for try await (n, collection, id, partition, version) in rows.decode((Int64, String, String, String, Int64).self) {
+                let object = SyncObject(key: ObjectKey(uncheckedCollection: collection, id: id), version: version, body: nil)
+                found[Int(n) - 1].append((try Partition(partition), object))
+            }
+            for (search, answer) in zip(group, found) {
+                if mode.defersWrites {
+                    record.searches[Search(search: search, bodies: false)] = SearchAnswer(
+                        found: Dictionary(answer.map { ($0.object.key, $0) }, uniquingKeysWith: { first, _ in first }), applied: 0)
+                } else {
+                    read[search] = answer.sorted { $0.object.key < $1.object.key }
+                }
+            }
+        }
+        var answers: [[(partition: Partition, key: ObjectKey)]] = []
+        for search in searches {
+            let found: [(partition: Partition, object: SyncObject)]
+            if let known = read[search] { found = known } else { found = try await find(search, bodies: false) }
+            answers.append(found.map { ($0.partition, $0.object.key) })
+        }
+        return answers
+    }
+
     private func find(_ search: ObjectSearch, bodies: Bool) async throws -> [(partition: Partition, object: SyncObject)] {
         try search.check()
         let (collection, path) = (search.collection, search.path)
