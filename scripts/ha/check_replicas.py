@@ -192,6 +192,15 @@ class Run:
         await eventually(f"psync_replica_in_use to be {value} ({why})", settled, timeout, 0.05)
         check(True, f"/metrics: psync_replica_in_use{{replica=\"{self.replica}\"}} {value} ({why})")
 
+    async def wait_logged(self, offset, text, timeout=10):
+        """``logged``, polled until it finds a line or `timeout` s pass (then empty)."""
+        async def found():
+            return self.logged(offset, text)
+        try:
+            return await eventually(f"the server to log {text!r}", found, timeout, 0.05)
+        except TimeoutError:
+            return []
+
     def logged(self, offset, text):
         """The server's log lines since `offset` that hold `text`, without their timestamps."""
         return [line.split(" ", 1)[-1].strip()[:200] for line in self.instance.log_since(offset).splitlines() if text in line]
@@ -284,7 +293,7 @@ class Run:
                                             "PSYNC_REPLICA_READ_TIMEOUT_MS": "1000"})
         await self.instance.wait_ready()
         await self.wait_in_use(1, "the monitor found it streaming")
-        check(self.logged(0, "replica in use for snapshots and catch-ups"), "the server logged that the replica is in use")
+        check(await self.wait_logged(0, "replica in use for snapshots and catch-ups"), "the server logged that the replica is in use")
 
         await self.begin(3, "five messages, replayed by the replica")
         self.alice = await register(self.instance, "alice@example.com")
@@ -348,7 +357,7 @@ class Run:
         copy, _ = await self.read("snapshot")
         self.holds_everything(copy, "a snapshot subscription just after the replica stopped")
         await self.wait_in_use(0, "the replica is stopped")
-        out = self.logged(self.step_log, "replica out of reads")
+        out = await self.wait_logged(self.step_log, "replica out of reads")
         check(out, f"the server logged that the replica is out of reads ({out[0] if out else ''})")
         copy, _ = await self.read("snapshot")
         self.holds_everything(copy, "a snapshot subscription without the replica")
@@ -368,7 +377,9 @@ class Run:
         await eventually("the replica to leave recovery",
                          lambda: self.sql_is(self.replica_port, "SELECT pg_is_in_recovery()", "f"), 30, 0.05)
         await self.wait_in_use(0, "promoted")
-        out = self.logged(promoted_log, "not a standby")
+        # The look that took it out may have seen its WAL receiver stopped before recovery
+        # ended ("no WAL receiver"); a later one logs the new reason.
+        out = await self.wait_logged(promoted_log, "not a standby")
         check(out, f"the server logged that the promoted replica is not a standby ({out[0] if out else ''})")
         before = await self.counts()
         await self.send("N")
