@@ -67,7 +67,7 @@ package struct Importer: Sendable {
     package func run() async throws -> ImportReport {
         var report = ImportReport(dryRun: options.dryRun, partitionLimit: options.reportPartitions, refusalLimit: options.reportRefusals)
         let files = try Self.files(options.paths)
-        store.recordEvents(options.triggers ? try await eventInterest() : .matching { _ in false })
+        let registeredKnown = options.triggers ? try await registeredTriggersKnown() : true
         store.labelObjectEvents(as: .import)
         if !options.dryRun { try await store.createIndexes(application.indexes) }
         if let usersFile = options.usersFile {
@@ -80,6 +80,7 @@ package struct Importer: Sendable {
         var progress = Progress()
         for file in files {
             do {
+                store.recordEvents(eventInterest(for: options.collection ?? file.collection, registeredKnown: registeredKnown))
                 try await importFile(file, into: &report, progress: &progress) { progress in
                     if let line = meter.update(documents: progress.documents, bytes: progress.bytes, elapsed: started.duration(to: now())) {
                         output.progress(line)
@@ -96,17 +97,31 @@ package struct Importer: Sendable {
         return report
     }
 
-    /// The events the import records: those the application's triggers handle (an `import`
-    /// event no trigger matches would be written, numbered and passed over for nothing, and
-    /// with the document as its body it costs as much as the object), as a server records
-    /// only what its triggers read (``EventInterest``). Every event when a trigger the
-    /// application does not know is registered in the database (another version of the
-    /// application ran there): it may handle them.
-    private func eventInterest() async throws -> EventInterest {
+    /// Whether every trigger registered in the database is one of the application's (else
+    /// another version of the application ran there, and its triggers may handle anything).
+    private func registeredTriggersKnown() async throws -> Bool {
         let known = Set(application.triggers.map(\.name))
-        let registered = try await TriggerLedger(store: store).statuses().map(\.name)
-        guard registered.allSatisfy(known.contains) else { return .all }
-        let triggers = application.triggers
+        return try await TriggerLedger(store: store).statuses().map(\.name).allSatisfy(known.contains)
+    }
+
+    /// The events the import of `collection` records: those the application's triggers handle
+    /// (an `import` event no trigger matches would be written, numbered and passed over for
+    /// nothing, and with the document as its body it costs as much as the object), as a
+    /// server records only what its triggers read (``EventInterest``); none when no trigger
+    /// takes `import` events of the collection (or with `--no-triggers`), so none is even
+    /// made; every event when a trigger the application does not know is registered. (The
+    /// application's mapping may move a document to another collection: with one, any
+    /// trigger that takes `import` events counts.)
+    func eventInterest(for collection: String, registeredKnown: Bool) -> EventInterest {
+        guard options.triggers else { return .none }
+        guard registeredKnown else { return .all }
+        let moves = application.importing.document != nil
+        let triggers = application.triggers.filter { trigger in
+            let filter = trigger.filter
+            guard filter.kinds.contains(.object), filter.operations?.contains(.import) ?? true else { return false }
+            return moves || (filter.collections?.contains(collection) ?? true)
+        }
+        guard !triggers.isEmpty else { return .none }
         return .matching { event in triggers.contains { $0.matches(event) } }
     }
 

@@ -20,6 +20,11 @@ package struct PartitionWindow<Key: Hashable, Element> {
         var arrival: Int
         var elements: [(element: Element, bytes: Int)] = []
         var bytes = 0
+
+        mutating func append(_ element: Element, bytes: Int) {
+            elements.append((element, bytes))
+            self.bytes += bytes
+        }
     }
 
     private var queues: [Key: Queue] = [:]
@@ -49,12 +54,10 @@ package struct PartitionWindow<Key: Hashable, Element> {
 
     /// Holds `element`, of `bytes`, in `partition`.
     package mutating func append(_ element: Element, partition: Key, bytes: Int) {
-        if queues[partition] == nil {
-            queues[partition] = Queue(arrival: arrivals)
-            arrivals += 1
-        }
-        queues[partition]!.elements.append((element, bytes))
-        queues[partition]!.bytes += bytes
+        // One lookup of the partition: a new one arrives now.
+        let partitions = queues.count
+        queues[partition, default: Queue(arrival: arrivals)].append(element, bytes: bytes)
+        if queues.count > partitions { arrivals += 1 }
         count += 1
         self.bytes += bytes
     }

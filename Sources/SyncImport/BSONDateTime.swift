@@ -22,8 +22,10 @@ enum BSONDateTime {
     /// The milliseconds of an RFC 3339 date-time with at most three fraction digits (BSON holds
     /// no finer time); `nil` for anything else.
     static func milliseconds(rfc3339 text: String) -> Int64? {
-        if let point = text.firstIndex(of: ".") {
-            let fraction = text[text.index(after: point)...].prefix { $0.isASCII && $0.isNumber }
+        // On the bytes, not the characters: every date of an export is read here.
+        let bytes = text.utf8
+        if let point = bytes.firstIndex(of: UInt8(ascii: ".")) {
+            let fraction = bytes[bytes.index(after: point)...].prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
             guard fraction.count <= 3 else { return nil }
         }
         guard let date = RFC3339.date(text) else { return nil }

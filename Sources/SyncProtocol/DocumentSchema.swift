@@ -91,14 +91,14 @@ public struct DocumentSchema: Sendable, Hashable {
     /// engine encodes every body it stores once, ``ObjectChange/encodedBody``); the body before
     /// the write is encoded only when the new one is over the bound.
     public func check(_ body: [String: JSONValue], before: [String: JSONValue]? = nil, encodedSize: Int? = nil) throws(SyncError) {
-        var fields = body
-        for engineField in Self.engineFields { fields.removeValue(forKey: engineField) }
         var unchanged = Set<String>()
         if let before {
-            for (name, value) in fields where before[name] == value { unchanged.insert(name) }
+            for (name, value) in body where before[name] == value { unchanged.insert(name) }
         }
-        // The fields first: a refusal that names one says more than one of the whole size.
-        try Self.check(fields, against: self.fields, otherFields: otherFields, at: "", in: collection, skipping: unchanged)
+        // The fields first: a refusal that names one says more than one of the whole size. The
+        // engine's fields are passed over (not removed from a copy of the body: copying it
+        // and hashing its names cost every write).
+        try Self.check(body, against: self.fields, otherFields: otherFields, at: "", in: collection, skipping: unchanged, passingOver: Self.engineFields)
         let size = encodedSize ?? JSONValue.object(body).jsonBytes.count
         guard size > maximumBodyBytes else { return }
         let grew = before.map { size > JSONValue.object($0).jsonBytes.count } ?? true
@@ -109,22 +109,23 @@ public struct DocumentSchema: Sendable, Hashable {
         }
     }
 
+    /// Checks an object's fields; `passingOver` names fields taken as absent (the engine's, at
+    /// the top). Declared fields are few: they are searched in order, not hashed.
     private static func check(
         _ object: [String: JSONValue], against declared: [Field], otherFields: OtherFields, at path: String, in collection: String,
-        skipping unchanged: Set<String> = []
+        skipping unchanged: Set<String> = [], passingOver ignored: [String] = []
     ) throws(SyncError) {
-        var seen = Set<String>()
         for field in declared {
-            seen.insert(field.name)
             let fieldPath = path.isEmpty ? field.name : path + "." + field.name
-            guard let value = object[field.name] else {
+            guard !ignored.contains(field.name), let value = object[field.name] else {
                 if field.required { throw refusal(collection, fieldPath, "is required") }
                 continue
             }
-            if unchanged.contains(field.name) { continue }
+            if !unchanged.isEmpty, unchanged.contains(field.name) { continue }
             try check(value, as: field.kind, at: fieldPath, in: collection)
         }
-        for (name, value) in object where !seen.contains(name) && !unchanged.contains(name) {
+        for (name, value) in object
+        where !declared.contains(where: { $0.name == name }) && !ignored.contains(name) && (unchanged.isEmpty || !unchanged.contains(name)) {
             let fieldPath = path.isEmpty ? name : path + "." + name
             switch otherFields {
             case .refused:

@@ -12,12 +12,14 @@ public struct ObjectKey: Sendable, Hashable, Comparable, CustomStringConvertible
                 .invalidCollection,
                 "a collection name matches [A-Za-z][A-Za-z0-9_]{0,63}, got \(Partition.quoted(collection))")
         }
-        let scalars = id.unicodeScalars
-        guard !scalars.isEmpty, scalars.count <= 256 else {
-            throw SyncError(.invalidObjectID, "an object id has 1 to 256 characters")
-        }
-        guard !scalars.contains(where: Partition.isControl) else {
-            throw SyncError(.invalidObjectID, "an object id holds no control characters")
+        if !Partition.isPlainASCII(id, maximumCount: 256) {
+            let scalars = id.unicodeScalars
+            guard !scalars.isEmpty, scalars.count <= 256 else {
+                throw SyncError(.invalidObjectID, "an object id has 1 to 256 characters")
+            }
+            guard !scalars.contains(where: Partition.isControl) else {
+                throw SyncError(.invalidObjectID, "an object id holds no control characters")
+            }
         }
         self.collection = collection
         self.id = id

@@ -19,7 +19,9 @@ public struct OperationApplier: Sendable {
 
     /// The distinct keys the operations touch, sorted.
     public static func keys(of operations: [SyncOperation]) -> [ObjectKey] {
-        Array(Set(operations.map(\.key))).sorted()
+        // Most uploads hold one operation: no set to hash it into, nothing to sort.
+        if operations.count == 1 { return [operations[0].key] }
+        return Array(Set(operations.map(\.key))).sorted()
     }
 
     /// Applies `operations` in order. `current` holds the stored state of each touched key
@@ -67,10 +69,17 @@ public struct OperationApplier: Sendable {
         switch operation {
         case .put(_, let body):
             try checkIdentity(of: body, key: key)
-            var merged = state.body ?? [:]
-            for (field, value) in body { merged[field] = value }
-            merged["_id"] = .string(key.id)
-            merged["partition"] = .string(partition.description)
+            // A new object's body is taken as it is (not rebuilt field by field), and its
+            // identity fields set only where missing (checked equal where present).
+            var merged: [String: JSONValue]
+            if let stored = state.body {
+                merged = stored
+                for (field, value) in body { merged[field] = value }
+            } else {
+                merged = body
+            }
+            if body["_id"] == nil || state.body != nil { merged["_id"] = .string(key.id) }
+            if body["partition"] == nil || state.body != nil { merged["partition"] = .string(partition.description) }
             return .live(merged)
         case .delete:
             switch state {

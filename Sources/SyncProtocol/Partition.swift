@@ -11,10 +11,10 @@ public struct Partition: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// Parses `key=value`, throwing `invalid_partition` for anything else.
     public init(_ string: String) throws(SyncError) {
-        guard let equals = string.firstIndex(of: "=") else {
+        guard let equals = string.utf8.firstIndex(of: UInt8(ascii: "=")) else {
             throw SyncError(.invalidPartition, "a partition is key=value, got \(Self.quoted(string))")
         }
-        try self.init(key: String(string[..<equals]), value: String(string[string.index(after: equals)...]))
+        try self.init(key: String(string[..<equals]), value: String(string[string.utf8.index(after: equals)...]))
     }
 
     /// Builds a partition from its parts, throwing `invalid_partition` when one is malformed.
@@ -22,12 +22,14 @@ public struct Partition: Sendable, Hashable, Comparable, CustomStringConvertible
         guard Self.isValidKey(key) else {
             throw SyncError(.invalidPartition, "a partition key matches [a-z][a-z0-9_-]{0,63}, got \(Self.quoted(key))")
         }
-        let scalars = value.unicodeScalars
-        guard !scalars.isEmpty, scalars.count <= 256 else {
-            throw SyncError(.invalidPartition, "a partition value has 1 to 256 characters")
-        }
-        guard !scalars.contains(where: { $0 == "=" || Self.isControl($0) }) else {
-            throw SyncError(.invalidPartition, "a partition value holds no '=' and no control characters")
+        if !Self.isPlainASCII(value, maximumCount: 256) || value.utf8.contains(UInt8(ascii: "=")) {
+            let scalars = value.unicodeScalars
+            guard !scalars.isEmpty, scalars.count <= 256 else {
+                throw SyncError(.invalidPartition, "a partition value has 1 to 256 characters")
+            }
+            guard !scalars.contains(where: { $0 == "=" || Self.isControl($0) }) else {
+                throw SyncError(.invalidPartition, "a partition value holds no '=' and no control characters")
+            }
         }
         self.key = key
         self.value = value
@@ -47,6 +49,14 @@ public struct Partition: Sendable, Hashable, Comparable, CustomStringConvertible
     }
 
     /// Unicode's control characters (general category Cc), without a property lookup for ASCII.
+    /// Whether `text` is 1 to `maximumCount` printable ASCII characters: the common case,
+    /// checked on its bytes without decoding scalars (every upload checks its keys).
+    static func isPlainASCII(_ text: String, maximumCount: Int) -> Bool {
+        let bytes = text.utf8
+        guard !bytes.isEmpty, bytes.count <= maximumCount else { return false }
+        return bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
+    }
+
     static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         if scalar.isASCII { return scalar.value < 0x20 || scalar.value == 0x7F }
         return scalar.properties.generalCategory == .control

@@ -39,6 +39,11 @@ struct RFC3339Tests {
         }
         #expect(RFC3339.string(Date(timeIntervalSince1970: 1_795_608_000)) == "2026-11-25T12:00:00.000Z")
         #expect(RFC3339.string(Date(timeIntervalSince1970: -62_135_596_800)) == "0001-01-01T00:00:00.000Z")
+        // Outside years 1–9999 (a BSON date may be): the sign and every digit.
+        #expect(RFC3339.string(Date(timeIntervalSince1970: -62_167_219_200)) == "0000-01-01T00:00:00.000Z")
+        #expect(RFC3339.string(Date(timeIntervalSince1970: -62_198_755_200)) == "-0001-01-01T00:00:00.000Z")
+        #expect(RFC3339.string(Date(timeIntervalSince1970: 253_402_300_800.007)) == "+10000-01-01T00:00:00.007Z")
+        #expect(RFC3339.string(Date(timeIntervalSince1970: 1_234.5678)) == "1970-01-01T00:20:34.568Z")
     }
 
     struct Stamped: Codable, Equatable {

@@ -24,6 +24,20 @@ struct ReplicaReadTests {
         }
     }
 
+    /// Runs `body` with a connection held from a pool of one and a watch over it of `patience`.
+    static func withWatchedConnection(
+        patience: Duration, _ body: @escaping @Sendable (PostgresConnection, ReplicaReadWatch, Logger) async throws -> Void
+    ) async throws {
+        try await withPoolOfOne { client, logger in
+            let held = HeldConnection(client)
+            defer { held.release() }
+            let connection = try await withDeadline(.seconds(30), "a connection") { try await held.take() }
+            let watch = ReplicaReadWatch(connection, patience: patience, ticker: DeadlineTicker(resolution: .milliseconds(50)))
+            defer { watch.stop() }
+            try await body(connection, watch, logger)
+        }
+    }
+
     @Test("a held connection goes back to the pool on release: a pool of one lends it again and again")
     func releaseGivesBack() async throws {
         try await Self.withPoolOfOne { client, logger in
@@ -64,13 +78,7 @@ struct ReplicaReadTests {
 
     @Test("a read that makes no progress has its connection closed, and fails")
     func stalledRead() async throws {
-        try await Self.withPoolOfOne { client, logger in
-            let ticker = DeadlineTicker(resolution: .milliseconds(50))
-            let held = HeldConnection(client)
-            defer { held.release() }
-            let connection = try await withDeadline(.seconds(30), "a connection") { try await held.take() }
-            let watch = ReplicaReadWatch(connection, patience: .milliseconds(300), ticker: ticker)
-            defer { watch.stop() }
+        try await Self.withWatchedConnection(patience: .milliseconds(300)) { connection, _, logger in
             // A minute without a row, as on a frozen replica: the watch closes the connection.
             await #expect(throws: (any Error).self) {
                 for try await _ in try await connection.query("SELECT pg_sleep(60)", logger: logger) {}
@@ -81,12 +89,7 @@ struct ReplicaReadTests {
 
     @Test("a read that makes progress is left alone, however long it takes")
     func progressingRead() async throws {
-        try await Self.withPoolOfOne { client, logger in
-            let ticker = DeadlineTicker(resolution: .milliseconds(50))
-            let held = HeldConnection(client)
-            defer { held.release() }
-            let connection = try await withDeadline(.seconds(30), "a connection") { try await held.take() }
-            let watch = ReplicaReadWatch(connection, patience: .seconds(1), ticker: ticker)
+        try await Self.withWatchedConnection(patience: .seconds(1)) { connection, watch, logger in
             // Rows handed over every 100 ms while the statement runs three times the patience.
             let marking = Task {
                 while !Task.isCancelled {

@@ -10,14 +10,20 @@ import PartitionSync
 /// instance runs a trigger this one does not know.
 package struct EventInterest: Sendable {
     let test: (@Sendable (ChangeEvent) -> Bool)?
+    /// Whether no event is recorded: none is even made (an import whose objects no trigger
+    /// handles made an event of each, its changed fields compared, to drop it).
+    package let recordsNothing: Bool
 
     /// Every event is recorded (the default of a store).
-    package static let all = EventInterest(test: nil)
+    package static let all = EventInterest(test: nil, recordsNothing: false)
+
+    /// No event is recorded.
+    package static let none = EventInterest(test: { _ in false }, recordsNothing: true)
 
     /// Only the events `test` accepts are recorded. It sees the event as a trigger would, with
     /// position 0, inside the writing transaction: it must be quick and must not block.
     package static func matching(_ test: @escaping @Sendable (ChangeEvent) -> Bool) -> EventInterest {
-        EventInterest(test: test)
+        EventInterest(test: test, recordsNothing: false)
     }
 
     /// Whether `event` is recorded.

@@ -85,15 +85,18 @@ package struct EventLog: Sendable {
         let bound = position + Int64(max(scan, limit))
         let columns = Self.columns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         let budget = Int64(bytes ?? Int.max)
+        // The sizes and their running sum only for a read with a budget (a run's): a read of
+        // events one at a time needs neither.
+        let size = bytes == nil ? "0" : "coalesce(pg_column_size(before), 0) + coalesce(pg_column_size(after), 0)"
+        let read = bytes == nil ? "0" : "coalesce(sum(size) OVER (ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)"
         let query: PostgresQuery = """
             SELECT LEAST(last_seq, \(bound)), false, \(unescaped: columns.map { _ in "NULL" }.joined(separator: ", ")) FROM psync_sequencer
             UNION ALL (
                 SELECT NULL, read + size >= \(budget), \(unescaped: Self.columns)
                 FROM (
-                    SELECT \(unescaped: Self.columns), size,
-                           coalesce(sum(size) OVER (ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS read
+                    SELECT \(unescaped: Self.columns), size, \(unescaped: read) AS read
                     FROM (
-                        SELECT \(unescaped: Self.columns), coalesce(pg_column_size(before), 0) + coalesce(pg_column_size(after), 0) AS size
+                        SELECT \(unescaped: Self.columns), \(unescaped: size) AS size
                         FROM psync_events
                         WHERE seq > \(position) AND seq <= (SELECT LEAST(last_seq, \(bound)) FROM psync_sequencer)
                           AND kind = ANY(\(filter.kinds.map(\.rawValue))::text[])

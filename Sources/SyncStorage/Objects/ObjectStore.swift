@@ -30,6 +30,8 @@ package final class ObjectStore: Sendable {
     /// The names of the declared element indexes (``ObjectIndex/arrayElements(collection:path:field:)``),
     /// set by ``createIndexes(_:)``: their searches read `psync_element_entries`.
     private let elementIndexes = Locked<Set<String>>([])
+    /// How many import batches were inserted as new, and how many written again reading every key.
+    let importPaths = Locked<(new: Int, again: Int)>((0, 0))
 
     /// Whether the element index of that name is declared (its entries are kept).
     func hasElementIndex(_ name: String) -> Bool {

@@ -48,6 +48,10 @@ struct WriteRecord {
     /// the database once. Entries of a partition are dropped when it is locked, and entries of
     /// keys not stored then too: only a read after the lock sees every commit before ours.
     var known: [ObjectKey: (partition: String, state: DocumentState)?] = [:]
+    /// Whether every change of the transaction creates an object whose key was not read, taken
+    /// as not stored (``WriteTransaction/assumeNew(_:)``, an import's batch): its rows are
+    /// written by `psync_insert_new`, which fails on a key stored already.
+    var insertsOnly = false
     /// Changes staged and not written yet, with the trigger depth they were made at.
     var staged: [Write] = []
     /// Every object this transaction changed, staged or written: where it is and what it is now.
@@ -164,15 +168,17 @@ struct WriteRecord {
     }
 
     /// Takes written changes into the record: what is known and touched, the changes, and
-    /// an event for each.
-    mutating func wrote(_ every: [Write], labelled label: ChangeEvent.Operation?) {
+    /// an event for each (with `events`).
+    mutating func wrote(_ every: [Write], labelled label: ChangeEvent.Operation?, events makesEvents: Bool = true) {
         for write in every {
             let (partition, version, change) = (write.partition, write.version, write.change)
             known[change.key] = (partition.description, change.after)
             touched[change.key] = (partition, version, change.after)
             touchLog.append(change.key)
             changes.append((partition, version, change))
-            events.append(PendingEvent(change: change, partition: partition, version: version, author: write.author, depth: write.depth, labelled: label))
+            if makesEvents {
+                events.append(PendingEvent(change: change, partition: partition, version: version, author: write.author, depth: write.depth, labelled: label))
+            }
         }
     }
 

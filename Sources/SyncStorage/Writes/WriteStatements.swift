@@ -30,6 +30,34 @@ enum WriteStatements {
         }
     }
 
+    /// `psync_insert_new` (migration 0016): the objects and clock stamp of a ``Write`` whose
+    /// objects are all new (an import's batch whose keys were not read); fails with
+    /// unique_violation on a key stored already. Nothing else of the ``Write`` is written.
+    struct InsertNew: PostgresPreparedStatement {
+        static let name = "psync_insert_new_1"
+        static let sql = "SELECT * FROM psync_insert_new($1, $2, $3, $4, $5, $6, $7)"
+        static let bindingDataTypes: [PostgresDataType] = [.textArray, .textArray, .textArray, .int8Array, .jsonbArray, .textArray, .int8]
+        typealias Row = (Int64, Int64)
+
+        var write: Write
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 7)
+            bindings.append(write.collections)
+            bindings.append(write.ids)
+            bindings.append(write.partitions)
+            bindings.append(write.versions)
+            bindings.append(write.bodies)
+            bindings.append(write.stamp)
+            bindings.append(write.clock)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {
+            try row.decode(Row.self)
+        }
+    }
+
     /// `psync_write` (migration 0006): writes objects, stores outcomes, stamps clocks,
     /// records events.
     struct Write: PostgresPreparedStatement {

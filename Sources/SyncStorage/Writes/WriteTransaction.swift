@@ -119,6 +119,16 @@ package final class WriteTransaction {
         return try await load(keys)
     }
 
+    /// Takes `keys` as not stored, without reading them, and makes this transaction one that
+    /// only inserts new objects (``WriteRecord/insertsOnly``): its writes fail with
+    /// unique_violation (23505) on a key stored after all, and nothing else may be written.
+    /// Their partitions must be locked.
+    func assumeNew(_ keys: [ObjectKey]) {
+        record.insertsOnly = true
+        record.known.reserveCapacity(record.known.count + keys.count)
+        for key in keys { record.known[key] = .some(nil) }
+    }
+
     /// The stored state and partition of each key; keys never stored are left out. Includes
     /// this transaction's own writes, staged ones too; each key is read from the database once
     /// per transaction (again after its partition is locked).
@@ -337,9 +347,17 @@ package final class WriteTransaction {
         }
         var counts = (written: 0, recorded: 0)
         bodyBytesWritten += statement.bodies.reduce(0) { $0 + $1.bytes.count }
+        if record.insertsOnly {
+            guard statement.deleted.allSatisfy({ !$0 }), statement.kinds.isEmpty, statement.requestIDs.isEmpty else {
+                throw SyncError(.internal, "a transaction that only inserts new objects wrote something else")
+            }
+        }
         for (part, bytes) in statement.split(maximumBytes: store.configuration.statementBytes) {
             largestStatement = max(largestStatement, bytes)
-            for try await (written, stored) in try await connection.execute(part, logger: logger) {
+            let rows = record.insertsOnly
+                ? try await connection.execute(WriteStatements.InsertNew(write: part), logger: logger)
+                : try await connection.execute(part, logger: logger)
+            for try await (written, stored) in rows {
                 counts.written += Int(written)
                 counts.recorded += Int(stored)
             }
@@ -369,9 +387,9 @@ package final class WriteTransaction {
             }
         }
         let rows = every.indices.filter { last[every[$0].change.key] == $0 }.map { every[$0] }
-        record.wrote(every, labelled: store.objectEventLabel)
-        let (events, clocks) = (record.events, record.clocks)
         let interest = store.eventInterest
+        record.wrote(every, labelled: store.objectEventLabel, events: !interest.recordsNothing)
+        let (events, clocks) = (record.events, record.clocks)
         let recorded = !finishing ? [] : record.screenedEvents + (interest.recordsAll ? events : events.filter { interest.wants($0.event) })
         let queued = finishing ? record.outcomes : []
         // The transaction's Lamport clock: the largest of its changed partitions', set on the

@@ -1,0 +1,75 @@
+import Locking
+import PostgresNIO
+import SyncProtocol
+import SyncStorage
+import SyncTesting
+import Testing
+
+@Suite("Import batches")
+struct ImportObjectsTests {
+    static func puts(_ room: Partition, _ bodies: [(String, JSONValue)]) -> [Upload] {
+        bodies.map { id, n in Upload(partition: room, operations: [.put(key("Doc", id), body: ["n": n])], principal: "system:import") }
+    }
+
+    @Test("a batch of new objects is inserted without reading its keys; one holding a stored key is written again reading every key, with the same outcomes")
+    func newThenAgain() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            store.recordEvents(.none)
+            let room = partition("room=import")
+            let first = try await store.importObjects(Self.puts(room, [("a", 1), ("b", 2)]), validate: nil, commit: true)
+            #expect(first == [.imported, .imported])
+            #expect(store.importBatchPaths == (new: 1, again: 0))
+
+            // c is new, a is stored with this very body, b with another: the insert as new
+            // fails on a, and nothing of that attempt stays (c is stored once, by the second).
+            let second = try await store.importObjects(Self.puts(room, [("c", 3), ("a", 1), ("b", 20)]), validate: nil, commit: true)
+            #expect(second.count == 3)
+            #expect(second[0] == .imported && second[1] == .unchanged)
+            guard case .refused(let error) = second[2] else { Issue.record("b was not refused: \(second[2])"); return }
+            #expect(error.code == ObjectStore.importConflict)
+            #expect(store.importBatchPaths == (new: 1, again: 1))
+            #expect(try await store.body(of: key("Doc", "b"))?["n"] == 2)
+            #expect(try await store.body(of: key("Doc", "c"))?["n"] == 3)
+            // Versions stay one per transaction and partition: the failed attempt's is not kept.
+            let rows = try await db.client.query(
+                "SELECT count(DISTINCT version)::bigint, max(version) FROM psync_objects WHERE partition = 'room=import'", logger: db.logger)
+            for try await (versions, latest) in rows.decode((Int64, Int64).self) {
+                #expect(versions == 2 && latest == 2)
+            }
+
+            // A validator sees each new object as absent; its refusal refuses that one alone.
+            // (No #expect inside the validator: in Swift Testing 6.3 one there made the
+            // closure's next `$0` test answer wrongly, and refused d as if it were e.)
+            let sawOnlyAbsent = Locked(true)
+            let third = try await store.importObjects(Self.puts(room, [("d", 4), ("e", 5)]), validate: { changes, _ in
+                let absent = changes.allSatisfy { $0.before == .absent }
+                let isE = changes.contains { $0.key.id == "e" }
+                if !absent { sawOnlyAbsent.withLock { $0 = false } }
+                if isE { throw SyncError(.validationFailed, "not e") }
+            }, commit: true)
+            #expect(sawOnlyAbsent.withLock { $0 })
+            #expect(third == [.imported, .refused(SyncError(.validationFailed, "not e"))])
+            #expect(store.importBatchPaths == (new: 2, again: 1))
+            #expect(try await store.body(of: key("Doc", "e")) == nil)
+        }
+    }
+
+    @Test("a batch whose events are recorded, or a dry run, reads every key")
+    func eventsAndDryRuns() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let room = partition("room=import")
+            store.recordEvents(.all)
+            #expect(try await store.importObjects(Self.puts(room, [("a", 1)]), validate: nil, commit: true) == [.imported])
+            #expect(store.importBatchPaths == (new: 0, again: 1))
+            for try await count in try await db.client.query("SELECT count(*)::bigint FROM psync_events", logger: db.logger).decode(Int64.self) {
+                #expect(count == 1)
+            }
+            store.recordEvents(.none)
+            #expect(try await store.importObjects(Self.puts(room, [("a", 1), ("b", 2)]), validate: nil, commit: false) == [.unchanged, .imported])
+            #expect(store.importBatchPaths == (new: 0, again: 2))
+            #expect(try await store.body(of: key("Doc", "b")) == nil)
+        }
+    }
+}
