@@ -39,8 +39,10 @@ struct ImportObjectsTests {
             }
 
             // A validator sees each new object as absent; its refusal refuses that one alone.
-            // (No #expect inside the validator: in Swift Testing 6.3 one there made the
-            // closure's next `$0` test answer wrongly, and refused d as if it were e.)
+            // (No #expect inside the validator: with `#expect(changes.allSatisfy { … })` there,
+            // Swift 6.3's debug build ran that closure for the next one, `contains { $0.key.id
+            // == "e" }`, which then said true for d: two closures of one function, one in a
+            // macro's expansion, apparently given one symbol.)
             let sawOnlyAbsent = Locked(true)
             let third = try await store.importObjects(Self.puts(room, [("d", 4), ("e", 5)]), validate: { changes, _ in
                 let absent = changes.allSatisfy { $0.before == .absent }
