@@ -68,6 +68,7 @@ package struct Importer: Sendable {
         var report = ImportReport(dryRun: options.dryRun, partitionLimit: options.reportPartitions, refusalLimit: options.reportRefusals)
         let files = try Self.files(options.paths)
         let registeredKnown = options.triggers ? try await registeredTriggersKnown() : true
+        store.recordEvents(accountEventInterest(registeredKnown: registeredKnown))
         store.labelObjectEvents(as: .import)
         if !options.dryRun { try await store.createIndexes(application.indexes) }
         if let usersFile = options.usersFile {
@@ -102,6 +103,16 @@ package struct Importer: Sendable {
     private func registeredTriggersKnown() async throws -> Bool {
         let known = Set(application.triggers.map(\.name))
         return try await TriggerLedger(store: store).statuses().map(\.name).allSatisfy(known.contains)
+    }
+
+    /// The events the import of accounts records: those the application's triggers handle,
+    /// every one while a trigger the application does not know is registered, none with
+    /// `--no-triggers`.
+    func accountEventInterest(registeredKnown: Bool) -> EventInterest {
+        guard options.triggers else { return .none }
+        guard registeredKnown else { return .all }
+        let triggers = application.triggers
+        return .matching { event in triggers.contains { $0.matches(event) } }
     }
 
     /// The events the import of `collection` records: those the application's triggers handle

@@ -48,7 +48,6 @@ public struct Partition: Sendable, Hashable, Comparable, CustomStringConvertible
         lhs.description.utf8Precedes(rhs.description)
     }
 
-    /// Unicode's control characters (general category Cc), without a property lookup for ASCII.
     /// Whether `text` is 1 to `maximumCount` printable ASCII characters: the common case,
     /// checked on its bytes without decoding scalars (every upload checks its keys).
     static func isPlainASCII(_ text: String, maximumCount: Int) -> Bool {
@@ -57,6 +56,7 @@ public struct Partition: Sendable, Hashable, Comparable, CustomStringConvertible
         return bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
     }
 
+    /// Unicode's control characters (general category Cc), without a property lookup for ASCII.
     static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         if scalar.isASCII { return scalar.value < 0x20 || scalar.value == 0x7F }
         return scalar.properties.generalCategory == .control

@@ -63,28 +63,56 @@ struct RChatImportTests {
     static func importEvents(_ db: TestDatabase) async throws -> [String: Int64] {
         var result: [String: Int64] = [:]
         let rows = try await db.client.query(
-            "SELECT collection, count(*)::bigint, count(DISTINCT object_id)::bigint FROM psync_events WHERE operation = 'import' GROUP BY collection")
+            """
+            SELECT collection, count(*)::bigint, count(DISTINCT object_id)::bigint FROM psync_events
+            WHERE operation = 'import' AND kind = 'object' GROUP BY collection
+            """)
         for try await (collection, events, objects) in rows.decode((String, Int64, Int64).self) {
             result[collection] = events == objects ? events : -1
         }
         return result
     }
 
-    @Test("import events are recorded for the application's triggers that handle them, every one while a trigger it does not know is registered, none with --no-triggers")
+    /// How many accounts' import events were recorded.
+    static func accountEvents(_ db: TestDatabase) async throws -> Int64 {
+        for try await count in try await db.client.query(
+            "SELECT count(*)::bigint FROM psync_events WHERE operation = 'import' AND kind = 'user'").decode(Int64.self)
+        {
+            return count
+        }
+        return 0
+    }
+
+    @Test("import events of objects and accounts are recorded for the application's triggers that handle them, every one while a trigger it does not know is registered, none with --no-triggers")
     func eventsFollowTheTriggers() async throws {
         try await TestDatabase.with { db in
             var options = ImportOptions(paths: [ImportHarness.file("mongoexport-relaxed", "ChatMessage")])
+            options.usersFile = ImportHarness.rchat + "/users.json"
             options.triggers = false
             _ = try await ImportHarness.run(db, options)
             #expect(try await Self.importEvents(db) == [:])
+            #expect(try await Self.accountEvents(db) == 0)
+        }
+        try await TestDatabase.with { db in
+            // RChat's triggers read imported User records, and neither imported accounts (its
+            // account trigger takes registrations and verifications) nor other objects.
+            var options = ImportOptions(paths: [ImportHarness.folder("mongoexport-relaxed")])
+            options.usersFile = ImportHarness.rchat + "/users.json"
+            let report = try await ImportHarness.run(db, options)
+            #expect(report.total.imported == 12 && report.users.imported == 3, "\(report.lines)")
+            #expect(try await Self.importEvents(db) == ["User": 3])
+            #expect(try await Self.accountEvents(db) == 0)
         }
         try await TestDatabase.with { db in
             // Another version of the application ran here with a trigger this one lacks: it
             // may read any event, so every one is recorded.
             try await TriggerLedger(store: db.store()).register("other.version-only")
-            let report = try await ImportHarness.run(db, ImportOptions(paths: [ImportHarness.folder("mongoexport-canonical")]))
+            var options = ImportOptions(paths: [ImportHarness.folder("mongoexport-canonical")])
+            options.usersFile = ImportHarness.rchat + "/users.json"
+            let report = try await ImportHarness.run(db, options)
             #expect(report.total.imported == 12, "\(report.lines)")
             #expect(try await Self.importEvents(db) == ["User": 3, "Chatster": 3, "ChatMessage": 6])
+            #expect(try await Self.accountEvents(db) == 3)
         }
     }
 
