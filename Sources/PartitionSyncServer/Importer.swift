@@ -68,7 +68,7 @@ package struct Importer: Sendable {
         var report = ImportReport(dryRun: options.dryRun, partitionLimit: options.reportPartitions, refusalLimit: options.reportRefusals)
         let files = try Self.files(options.paths)
         let registeredKnown = options.triggers ? try await registeredTriggersKnown() : true
-        store.recordEvents(accountEventInterest(registeredKnown: registeredKnown))
+        store.recordEvents(eventInterest(for: nil, registeredKnown: registeredKnown))
         store.labelObjectEvents(as: .import)
         if !options.dryRun { try await store.createIndexes(application.indexes) }
         if let usersFile = options.usersFile {
@@ -105,35 +105,29 @@ package struct Importer: Sendable {
         return try await TriggerLedger(store: store).statuses().map(\.name).allSatisfy(known.contains)
     }
 
-    /// The events the import of accounts records: those the application's triggers handle,
-    /// every one while a trigger the application does not know is registered, none with
-    /// `--no-triggers`.
-    func accountEventInterest(registeredKnown: Bool) -> EventInterest {
+    /// The events the import records, of accounts (`collection` nil) or of the objects of
+    /// `collection`: those the application's triggers handle (an `import` event no trigger
+    /// matches would be written, numbered and passed over for nothing, and with the document
+    /// as its body it costs as much as the object), as a server records only what its
+    /// triggers read (``EventInterest``); none when no trigger takes `import` events of the
+    /// collection (or with `--no-triggers`), so none is even made; every event when a trigger
+    /// the application does not know is registered. (The application's mapping may move a
+    /// document to another collection: with one, any trigger that takes `import` events counts.)
+    func eventInterest(for collection: String?, registeredKnown: Bool) -> EventInterest {
         guard options.triggers else { return .none }
         guard registeredKnown else { return .all }
-        let triggers = application.triggers
-        return .matching { event in triggers.contains { $0.matches(event) } }
-    }
-
-    /// The events the import of `collection` records: those the application's triggers handle
-    /// (an `import` event no trigger matches would be written, numbered and passed over for
-    /// nothing, and with the document as its body it costs as much as the object), as a
-    /// server records only what its triggers read (``EventInterest``); none when no trigger
-    /// takes `import` events of the collection (or with `--no-triggers`), so none is even
-    /// made; every event when a trigger the application does not know is registered. (The
-    /// application's mapping may move a document to another collection: with one, any
-    /// trigger that takes `import` events counts.)
-    func eventInterest(for collection: String, registeredKnown: Bool) -> EventInterest {
-        guard options.triggers else { return .none }
-        guard registeredKnown else { return .all }
-        let moves = application.importing.document != nil
-        let triggers = application.triggers.filter { trigger in
-            let filter = trigger.filter
-            guard filter.kinds.contains(.object), filter.operations?.contains(.import) ?? true else { return false }
-            return moves || (filter.collections?.contains(collection) ?? true)
+        var triggers = application.triggers
+        if let collection {
+            let moves = application.importing.document != nil
+            triggers = triggers.filter { trigger in
+                let filter = trigger.filter
+                guard filter.kinds.contains(.object), filter.operations?.contains(.import) ?? true else { return false }
+                return moves || (filter.collections?.contains(collection) ?? true)
+            }
+            guard !triggers.isEmpty else { return .none }
         }
-        guard !triggers.isEmpty else { return .none }
-        return .matching { event in triggers.contains { $0.matches(event) } }
+        let handling = triggers
+        return .matching { event in handling.contains { $0.matches(event) } }
     }
 
     /// Documents and bytes read so far, over all files.
