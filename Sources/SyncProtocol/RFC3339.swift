@@ -41,18 +41,12 @@ public enum RFC3339 {
         } else {
             append(year, width: 4, to: &bytes)
         }
-        bytes.append(UInt8(ascii: "-"))
-        append(month, width: 2, to: &bytes)
-        bytes.append(UInt8(ascii: "-"))
-        append(day, width: 2, to: &bytes)
-        bytes.append(UInt8(ascii: "T"))
-        append(hour, width: 2, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
-        append(minute, width: 2, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
-        append(second, width: 2, to: &bytes)
-        bytes.append(UInt8(ascii: "."))
-        append(fraction, width: 3, to: &bytes)
+        append("-", month, width: 2, to: &bytes)
+        append("-", day, width: 2, to: &bytes)
+        append("T", hour, width: 2, to: &bytes)
+        append(":", minute, width: 2, to: &bytes)
+        append(":", second, width: 2, to: &bytes)
+        append(".", fraction, width: 3, to: &bytes)
         bytes.append(UInt8(ascii: "Z"))
         return String(decoding: bytes, as: UTF8.self)
     }
@@ -156,6 +150,12 @@ public enum RFC3339 {
     private static func floorDivide(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
         let quotient = value >= 0 ? value / divisor : -((-value + divisor - 1) / divisor)
         return (quotient, value - quotient * divisor)
+    }
+
+    /// `separator`, then `value`'s digits as ``append(_:width:to:)`` writes them.
+    private static func append(_ separator: Unicode.Scalar, _ value: Int64, width: Int, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: separator))
+        append(value, width: width, to: &bytes)
     }
 
     /// The decimal digits of `value` (not negative), at least `width` of them (zeros in front).

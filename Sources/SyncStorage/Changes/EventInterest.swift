@@ -9,28 +9,45 @@ import PartitionSync
 /// (``ObjectStore/recordEvents(_:)``, set by the trigger service), and everything while another
 /// instance runs a trigger this one does not know.
 package struct EventInterest: Sendable {
-    let test: (@Sendable (ChangeEvent) -> Bool)?
-    /// Whether no event is recorded: none is even made (an import whose objects no trigger
-    /// handles made an event of each, its changed fields compared, to drop it).
-    package let recordsNothing: Bool
+    private enum Choice: Sendable {
+        case all
+        case none
+        case matching(@Sendable (ChangeEvent) -> Bool)
+    }
+
+    private let choice: Choice
 
     /// Every event is recorded (the default of a store).
-    package static let all = EventInterest(test: nil, recordsNothing: false)
+    package static let all = EventInterest(choice: .all)
 
-    /// No event is recorded.
-    package static let none = EventInterest(test: { _ in false }, recordsNothing: true)
+    /// No event is recorded, and none is even made (an import whose objects no trigger
+    /// handles made an event of each, its changed fields compared, to drop it).
+    package static let none = EventInterest(choice: .none)
 
     /// Only the events `test` accepts are recorded. It sees the event as a trigger would, with
     /// position 0, inside the writing transaction: it must be quick and must not block.
     package static func matching(_ test: @escaping @Sendable (ChangeEvent) -> Bool) -> EventInterest {
-        EventInterest(test: test, recordsNothing: false)
+        EventInterest(choice: .matching(test))
     }
 
     /// Whether `event` is recorded.
     package func wants(_ event: ChangeEvent) -> Bool {
-        test?(event) ?? true
+        switch choice {
+        case .all: true
+        case .none: false
+        case .matching(let test): test(event)
+        }
     }
 
     /// Whether every event is recorded without asking.
-    package var recordsAll: Bool { test == nil }
+    package var recordsAll: Bool {
+        if case .all = choice { return true }
+        return false
+    }
+
+    /// Whether no event is recorded (``none``).
+    package var recordsNothing: Bool {
+        if case .none = choice { return true }
+        return false
+    }
 }
