@@ -32,8 +32,15 @@ struct IdentifierTests {
         for collection in ["", "1abc", "_x", "Chat-Message", "Chat.Message", "a" + String(repeating: "b", count: 64)] {
             #expect(errorCode { try ObjectKey(collection: collection, id: "x") } == .invalidCollection, "\(collection)")
         }
-        for id in ["", String(repeating: "x", count: 257), "a\tb", "\u{0}"] {
-            #expect(errorCode { try ObjectKey(collection: "C", id: id) } == .invalidObjectID)
+        for id in ["", String(repeating: "x", count: 257), "a\tb", "\u{0}", "a\u{7F}b", "a\u{85}b", String(repeating: "é", count: 257)] {
+            #expect(errorCode { try ObjectKey(collection: "C", id: id) } == .invalidObjectID, "\(id.unicodeScalars.count) scalars")
+        }
+        // ASCII is checked on its bytes, anything else on its characters: 256 of them is the
+        // limit however many bytes they take.
+        _ = try ObjectKey(collection: "C", id: String(repeating: "é", count: 256))
+        _ = try Partition("k=" + String(repeating: "é", count: 256))
+        for partition in ["k=a\u{7F}b", "k=a\u{85}b", "k=" + String(repeating: "é", count: 257), "k=é=x"] {
+            #expect(errorCode { try Partition(partition) } == .invalidPartition, "\(partition.unicodeScalars.count) scalars")
         }
     }
 
