@@ -30,24 +30,25 @@ enum WriteStatements {
         }
     }
 
-    /// `psync_insert_new` (migration 0016): the objects and clock stamp of a ``Write`` whose
+    /// `psync_insert_new` (migrations 0016 and 0017): the objects and clock stamp of a ``Write`` whose
     /// objects are all new (an import's batch whose keys were not read); fails with
     /// unique_violation on a key stored already. Nothing else of the ``Write`` is written.
     struct InsertNew: PostgresPreparedStatement {
-        static let name = "psync_insert_new_1"
-        static let sql = "SELECT * FROM psync_insert_new($1, $2, $3, $4, $5, $6, $7)"
-        static let bindingDataTypes: [PostgresDataType] = [.textArray, .textArray, .textArray, .int8Array, .jsonbArray, .textArray, .int8]
+        static let name = "psync_insert_new_2"
+        static let sql = "SELECT * FROM psync_insert_new($1, $2, $3, $4, $5, $6, $7, $8)"
+        static let bindingDataTypes: [PostgresDataType] = [.textArray, .textArray, .textArray, .int8Array, .jsonbArray, .int2Array, .textArray, .int8]
         typealias Row = (Int64, Int64)
 
         var write: Write
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 7)
+            var bindings = PostgresBindings(capacity: 8)
             bindings.append(write.collections)
             bindings.append(write.ids)
             bindings.append(write.partitions)
             bindings.append(write.versions)
             bindings.append(write.bodies)
+            bindings.append(write.marks)
             bindings.append(write.stamp)
             bindings.append(write.clock)
             return bindings
@@ -58,15 +59,15 @@ enum WriteStatements {
         }
     }
 
-    /// `psync_write` (migration 0006): writes objects, stores outcomes, stamps clocks,
+    /// `psync_write` (migrations 0006 and 0017): writes objects, stores outcomes, stamps clocks,
     /// records events.
     struct Write: PostgresPreparedStatement {
-        static let name = "psync_write_1"
+        static let name = "psync_write_2"
         static let sql = """
-            SELECT * FROM psync_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
+            SELECT * FROM psync_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
             """
         static let bindingDataTypes: [PostgresDataType] = [
-            .textArray, .textArray, .textArray, .int8Array, .jsonbArray, .boolArray,
+            .textArray, .textArray, .textArray, .int8Array, .jsonbArray, .boolArray, .int2Array,
             .textArray, .textArray, .textArray, .jsonbArray,
             .textArray, .int8,
             .textArray, .textArray, .textArray, .textArray, .textArray, .int8Array, .textArray,
@@ -81,6 +82,8 @@ enum WriteStatements {
         var versions: [Int64] = []
         var bodies: [EncodedJSONB] = []
         var deleted: [Bool] = []
+        /// ``BodyMarks`` of each body, -1 when unknown.
+        var marks: [Int16] = []
         // Upload outcomes.
         var principals: [String] = []
         var requestIDs: [String] = []
@@ -105,12 +108,12 @@ enum WriteStatements {
         var authors: [String] = []
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 25)
+            var bindings = PostgresBindings(capacity: 26)
             append(to: &bindings)
             return bindings
         }
 
-        /// Appends the 25 parameters, in the order of psync_write's.
+        /// Appends the 26 parameters, in the order of psync_write's.
         func append(to bindings: inout PostgresBindings) {
             bindings.append(collections)
             bindings.append(ids)
@@ -118,6 +121,7 @@ enum WriteStatements {
             bindings.append(versions)
             bindings.append(bodies)
             bindings.append(deleted)
+            bindings.append(marks)
             bindings.append(principals)
             bindings.append(requestIDs)
             bindings.append(outcomePartitions)
@@ -202,6 +206,7 @@ enum WriteStatements {
             part.versions = Array(versions[objects])
             part.bodies = Array(bodies[objects])
             part.deleted = Array(deleted[objects])
+            part.marks = Array(marks[objects])
             part.clock = clock
             part.kinds = Array(kinds[events])
             part.operations = Array(operations[events])

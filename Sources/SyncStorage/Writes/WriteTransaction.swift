@@ -407,6 +407,7 @@ package final class WriteTransaction {
             statement.versions.append(row.version)
             statement.bodies.append(EncodedJSONB(bytes: row.change.encodedBody ?? none))
             statement.deleted.append(row.change.after.body == nil)
+            statement.marks.append(row.change.encodedBody.flatMap(BodyMarks.of)?.rawValue ?? -1)
         }
         for entry in queued {
             statement.principals.append(entry.upload.principal)
