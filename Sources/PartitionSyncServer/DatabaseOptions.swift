@@ -27,6 +27,9 @@ struct DatabaseOptions: ParsableArguments {
     @Option(name: .customLong("db-statement-bytes"), help: "Bytes of objects and events one write statement carries (a trigger's many-partition apply holds four times this of bodies at a time); a connection that carried four times this is closed after its transaction (env PSYNC_DB_STATEMENT_BYTES).")
     var statementBytes: Int = ProcessInfo.processInfo.environment["PSYNC_DB_STATEMENT_BYTES"].flatMap(Int.init) ?? 1 << 20
 
+    @Option(name: .customLong("db-counters-per-object"), help: "Raised counters an object keeps beside its body before its body is written whole with them, 0 to write every raise into the body (env PSYNC_DB_COUNTERS_PER_OBJECT).")
+    var countersPerObject: Int = ProcessInfo.processInfo.environment["PSYNC_DB_COUNTERS_PER_OBJECT"].flatMap(Int.init) ?? 32
+
     /// The database URL, starting the embedded PostgreSQL first when no URL is configured.
     func resolve(logger: Logger) async throws -> (url: DatabaseURL, embedded: EmbeddedPostgres?) {
         if let databaseURL {

@@ -258,6 +258,7 @@ struct Serve: AsyncParsableCommand {
         configuration.storage.maximumPageBytes = pageBytes
         configuration.storage.lockPatience = .milliseconds(max(1, lockPatience))
         configuration.storage.statementBytes = max(1_024, database.statementBytes)
+        configuration.storage.countersPerObject = min(max(0, database.countersPerObject), 1_000)
         configuration.sessions.maximumMessageBytes = maxMessageBytes
         configuration.sessions.maximumQueuedUploads = maxQueuedUploads
         configuration.sessions.outboxLimitBytes = max(1, sessionQueueBytes)

@@ -18,7 +18,8 @@ public enum RChat {
     static let collections: [PartitionKind: String] = [.user: User.collection, .conversation: ChatMessage.collection, .allUsers: Chatster.collection]
 
     /// The application to serve with the default ``RChatLimits``: rules, validators,
-    /// triggers and indexes.
+    /// triggers, indexes, and the unread counts declared counters (``ObjectCounter``: raised
+    /// beside the ~80 kB records of big rooms' members, not into them).
     public static var application: SyncApplication { application(limits: RChatLimits()) }
 
     /// The application to serve with other limits. `membership=<conversationId>` partitions
@@ -38,6 +39,7 @@ public enum RChat {
                 .field(collection: User.collection, path: "userName"),
                 .arrayElements(collection: User.collection, path: "conversations", field: "id"),
             ],
+            counters: [.arrayElements(collection: User.collection, path: "conversations", selectedBy: "id", field: "unreadCount")],
             importing: importMapping)
     }
 

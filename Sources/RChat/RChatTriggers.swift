@@ -80,9 +80,10 @@ public enum RChatTriggers {
     /// Each new message raises the unread count of its conversation in every member's User
     /// record. The messages of a run are counted per conversation first, so each member's
     /// count is raised once per run, by the number of new messages, in one many-partition
-    /// apply (the records are read and written a chunk at a time, in bounded memory); runs
-    /// start at most every 100 ms, so a busy room costs its members' records at most ten
-    /// writes a second. Only
+    /// apply; runs start at most every 100 ms, so a busy room costs its members' records at
+    /// most ten writes a second. The unread counts are declared counters (``RChat/application``,
+    /// ``ObjectCounter``): each raise is written beside the record, which is neither read nor
+    /// rewritten, and makes no change event. Only
     /// records that list the conversation and belong to a member are counted: a record that
     /// lists a conversation its owner is not a member of learns nothing from it.
     public static let unreadCounts = Trigger(

@@ -362,6 +362,7 @@ package final class SyncServer: Service, Sendable {
     /// server's searches scanning every object of the collection).
     private func prepareDatabase(client: PostgresClient, store: ObjectStore) async throws {
         try application.permissions.check()
+        try store.declareCounters(application.counters, indexes: application.indexes)
         try await Migrator(client: client, logger: logger).migrate()
         try await store.createIndexes(application.indexes)
         let ledger = TriggerLedger(store: store)

@@ -53,6 +53,7 @@ struct FanoutScenario {
         let completion = LatencyRecorder()
         let settle = LatencyRecorder()
         var walBytes: [Int] = []
+        var changedBytes: [Int] = []
         var incomplete = 0
         // The server's anonymous memory at its highest while the messages go out, sampled
         // every 20 ms (the figure after the load alone would miss a peak freed before it).
@@ -68,9 +69,14 @@ struct FanoutScenario {
             let requestId = "fanout-\(n)"
             let walBefore = try await environment.walPosition()
             let started = ContinuousClock.now
+            let body = messageBody(conversation: partition.value, author: sender.email, text: 200, sequence: n)
+            // What the message changes, as its smallest faithful record: the message, and in each
+            // member's record the unread count's path and its new value (n + 1).
+            let counterChange = "conversations[id=\(partition.value)].unreadCount".utf8.count + String(n + 1).utf8.count
+            changedBytes.append(JSONValue.object(body).jsonBytes.count + members * counterChange)
             connection.send(.upload(
                 requestId: requestId, partition: partition,
-                operations: [.put(try ObjectKey(collection: "ChatMessage", id: requestId), body: messageBody(conversation: partition.value, author: sender.email, text: 200, sequence: n))]))
+                operations: [.put(try ObjectKey(collection: "ChatMessage", id: requestId), body: body)]))
             if await waitFor([tracker.complete[n]], timeout: .seconds(30)) {
                 completion.record(started.duration(to: .now))
             } else {
@@ -117,6 +123,10 @@ struct FanoutScenario {
             "walBytesPerMessage": [
                 "median": .int(Int64(walBytes.sorted()[walBytes.count / 2])), "max": .int(Int64(walBytes.max() ?? 0)),
                 "perMember": .int(Int64(walBytes.sorted()[walBytes.count / 2] / max(1, members))),
+                // The message's body and, per member, the unread count's path and new value.
+                "changedBytes": .int(Int64(changedBytes.sorted()[changedBytes.count / 2])),
+                "ratioToChanged": .double(
+                    (Double(walBytes.sorted()[walBytes.count / 2]) / Double(max(1, changedBytes.sorted()[changedBytes.count / 2])) * 100).rounded() / 100),
             ],
             "method": "one message at a time: the next is sent when the unread counts of the last are written",
             "floor": ["what": "INSERT + NOTIFY → one LISTENing connection", "latencyMs": floor.summary],

@@ -30,7 +30,7 @@ final class InstanceService: Service, Sendable {
 
     /// Registers this instance (before the server serves); tells the store whether it is alone.
     func register() async throws {
-        registry.store.announceCommits(try await registry.heartbeat() > 0)
+        registry.store.announceCommits(try await registry.beat() > 0)
         try await registry.announceArrival()
     }
 
@@ -48,7 +48,7 @@ final class InstanceService: Service, Sendable {
         await Periodic(every: interval, time: time).run {
             do {
                 let before = arrivals.withLock { $0 }
-                let others = try await withDeadline(interval * 5, "the instance heartbeat") { try await registry.heartbeat() }
+                let others = try await withDeadline(interval * 5, "the instance heartbeat") { try await registry.beat() }
                 arrivals.withLock { arrivals in
                     // Its count may predate an instance whose arrival was heard meanwhile.
                     registry.store.announceCommits(others > 0 || arrivals != before)

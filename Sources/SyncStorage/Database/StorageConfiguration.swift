@@ -26,12 +26,19 @@ package struct StorageConfiguration: Sendable, Hashable {
     /// so a connection that carried a statement of more than four times this is closed when
     /// its transaction ends, and the pool opens another. Default 1 MiB.
     package var statementBytes: Int
+    /// How many raised counters (``ObjectCounter``) an object keeps beside its body: a raise
+    /// that would keep more writes the body whole, with every counter laid in, and starts
+    /// again from none. Every read of the object lays the kept ones into its body, so more
+    /// makes reads of a large object cost more and its body rewritten less often. 0 writes
+    /// every raise into the body. Default 32.
+    package var countersPerObject: Int
 
     package init(
         limits: Limits = Limits(), defaultPageSize: Int = 500, maximumPageSize: Int = 5_000, transactionRetries: Int = 5,
         maximumPageBytes: Int = 4 << 20, lockPatience: Duration = .seconds(2),
-        statementBytes: Int = 1 << 20
+        statementBytes: Int = 1 << 20, countersPerObject: Int = 32
     ) {
+        self.countersPerObject = countersPerObject
         self.lockPatience = lockPatience
         self.statementBytes = statementBytes
         self.limits = limits

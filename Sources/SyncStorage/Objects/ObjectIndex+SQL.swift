@@ -57,6 +57,13 @@ extension ObjectIndex {
         let elements = Self.elementsPath(path: path, field: field)
         let arguments = "'\(name)', '\(elements)'"
         let values = { (row: String) in Self.elementsExpression(path: path, field: field, of: "\(row).body") }
+        // Only when the body is written: a raise of counters beside it (migration 0018) leaves
+        // it alone, and the condition would read it twice.
+        let update = """
+            CREATE TRIGGER \(name)_update AFTER UPDATE OF body ON psync_objects FOR EACH ROW
+                WHEN (NEW.collection = '\(collection)' AND \(values("OLD")) IS DISTINCT FROM \(values("NEW")))
+                EXECUTE FUNCTION psync_element_entries_sync(\(arguments));
+            """
         return """
             DO $ddl$
             BEGIN
@@ -68,9 +75,7 @@ extension ObjectIndex {
                     CREATE TRIGGER \(name)_insert AFTER INSERT ON psync_objects FOR EACH ROW
                         WHEN (NEW.collection = '\(collection)' AND NEW.body IS NOT NULL)
                         EXECUTE FUNCTION psync_element_entries_sync(\(arguments));
-                    CREATE TRIGGER \(name)_update AFTER UPDATE ON psync_objects FOR EACH ROW
-                        WHEN (NEW.collection = '\(collection)' AND \(values("OLD")) IS DISTINCT FROM \(values("NEW")))
-                        EXECUTE FUNCTION psync_element_entries_sync(\(arguments));
+                    \(update)
                     CREATE TRIGGER \(name)_delete AFTER DELETE ON psync_objects FOR EACH ROW
                         WHEN (OLD.collection = '\(collection)' AND OLD.body IS NOT NULL)
                         EXECUTE FUNCTION psync_element_entries_sync(\(arguments));
@@ -78,6 +83,15 @@ extension ObjectIndex {
                     SELECT DISTINCT '\(name)', v, o.collection, o.id
                     FROM psync_objects o, jsonb_path_query(o.body, '\(elements)') AS v
                     WHERE o.collection = '\(collection)' AND o.body IS NOT NULL;
+                ELSIF EXISTS (
+                    SELECT 1 FROM pg_trigger WHERE tgrelid = 'psync_objects'::regclass AND tgname = '\(name)_update'
+                      AND cardinality(tgattr::int2[]) = 0
+                ) THEN
+                    -- Made by a build before counters (migration 0018): it read the body of every
+                    -- update, a raise of counters too.
+                    LOCK TABLE psync_objects IN SHARE ROW EXCLUSIVE MODE;
+                    DROP TRIGGER \(name)_update ON psync_objects;
+                    \(update)
                 END IF;
             END
             $ddl$

@@ -32,6 +32,9 @@ package final class ObjectStore: Sendable {
     private let elementIndexes = Locked<Set<String>>([])
     /// How many import batches were inserted as new, and how many written again reading every key.
     let importPaths = Locked<(new: Int, again: Int)>((0, 0))
+    /// The application's counters, and whether raises of them are written beside the bodies
+    /// (``declareCounters(_:)``, ``raisesCountersApart(_:)``).
+    private let counterState = Locked<(counters: [ObjectCounter], apart: Bool)>(([], false))
 
     /// Whether the element index of that name is declared (its entries are kept).
     func hasElementIndex(_ name: String) -> Bool {
@@ -43,6 +46,26 @@ package final class ObjectStore: Sendable {
 
     func setElementIndexes(_ names: Set<String>) {
         elementIndexes.withLock { $0 = names }
+    }
+
+    /// Declares the application's counters (``ObjectCounter``), checked against each other and
+    /// the declared `indexes`: a declaration that does not check throws, naming it.
+    package func declareCounters(_ counters: [ObjectCounter], indexes: [ObjectIndex]) throws(SyncError) {
+        try ObjectCounter.check(counters, indexes: indexes)
+        counterState.withLock { $0.counters = counters }
+    }
+
+    /// Whether raises of the declared counters are written beside the bodies from now on
+    /// (`true`), or into the bodies as any other write (`false`, the default). A server turns
+    /// it on once no instance of an earlier build, which reads bodies without their counters,
+    /// shares the database (``InstanceRegistry``).
+    package func raisesCountersApart(_ enabled: Bool) {
+        counterState.withLock { $0.apart = enabled }
+    }
+
+    /// The declared counters, and whether their raises are written beside the bodies.
+    var counters: (declared: [ObjectCounter], apart: Bool) {
+        counterState.withLock { ($0.counters, $0.apart && configuration.countersPerObject > 0) }
     }
 
     /// The streaming replicas snapshots and catch-ups may be read from, if any.
@@ -174,7 +197,7 @@ package final class ObjectStore: Sendable {
         guard !keys.isEmpty else { return [] }
         let rows = try await client.fetch(
             """
-            SELECT o.collection, o.id, o.partition, o.version, o.body
+            SELECT o.collection, o.id, o.partition, o.version, \(unescaped: StoredBody.sql())
             FROM psync_objects o
             JOIN unnest(\(keys.map(\.collection))::text[], \(keys.map(\.id))::text[]) AS k(collection, id)
               ON o.collection = k.collection AND o.id = k.id

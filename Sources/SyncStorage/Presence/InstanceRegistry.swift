@@ -17,19 +17,29 @@ package struct InstanceRegistry: Sendable {
         self.lease = lease
     }
 
-    /// Renews this instance's row; returns how many other instances are alive.
-    package func heartbeat() async throws -> Int {
+    /// Renews this instance's row; returns how many other instances are alive, and how many of
+    /// them are of an earlier build, which reads bodies without the counters raised beside them
+    /// (migration 0018).
+    package func heartbeat() async throws -> (others: Int, earlier: Int) {
         let seconds = Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18
         let rows = try await store.client.fetch(
             """
             WITH me AS (
-                INSERT INTO psync_instances (name, expires_at) VALUES (\(instance), now() + make_interval(secs => \(seconds)))
-                ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at
+                INSERT INTO psync_instances (name, expires_at, reads_counters) VALUES (\(instance), now() + make_interval(secs => \(seconds)), true)
+                ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at, reads_counters = true
             )
-            SELECT count(*) FROM psync_instances WHERE name <> \(instance) AND expires_at > now()
+            SELECT count(*), count(*) FILTER (WHERE NOT reads_counters) FROM psync_instances WHERE name <> \(instance) AND expires_at > now()
             """, logger: logger)
-        for try await others in rows.decode(Int.self) { return others }
-        return 0
+        for try await (others, earlier) in rows.decode((Int, Int).self) { return (others, earlier) }
+        return (0, 0)
+    }
+
+    /// Renews this instance's row, and tells the store whether it may raise counters beside the
+    /// bodies (no instance of an earlier build is alive); returns how many other instances are alive.
+    package func beat() async throws -> Int {
+        let (others, earlier) = try await heartbeat()
+        store.raisesCountersApart(earlier == 0)
+        return others
     }
 
     /// Tells the running instances that this one started: on hearing it they announce their

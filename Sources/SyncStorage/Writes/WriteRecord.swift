@@ -54,6 +54,9 @@ struct WriteRecord {
     var insertsOnly = false
     /// Changes staged and not written yet, with the trigger depth they were made at.
     var staged: [Write] = []
+    /// Objects whose changes staged now make no event (raises of counters written into the
+    /// bodies, ``WriteTransaction/apply(_:)``).
+    var silenced: Set<ObjectKey> = []
     /// Every object this transaction changed, staged or written: where it is and what it is now.
     var touched: [ObjectKey: (partition: Partition, version: Int64, state: DocumentState)] = [:]
     /// The keys of ``touched`` in the order they were changed (with repeats), so a search's
@@ -123,6 +126,18 @@ struct WriteRecord {
         searches = [:]
     }
 
+    /// Takes raises of counters written beside the bodies (``WriteTransaction/apply(_:)``) into
+    /// the record: nothing of the objects' new states is known here (a later read reads them
+    /// again, with the counters laid in), so they are let go of as ``release(_:screening:keeping:)``
+    /// lets go of written changes, and their partitions' commits name no changes (observers
+    /// read them). No permission decision depends on a counter: the screen keeps none of them.
+    mutating func raisedApart(_ keys: Set<ObjectKey>, in partitions: Set<Partition>, screening interest: EventInterest, keeping screen: ChangeScreen?) {
+        guard !keys.isEmpty else { return }
+        release(keys, screening: interest, keeping: screen)
+        for partition in partitions { released[partition] = versions[partition]! }
+        releasedCount += keys.count
+    }
+
     /// Forgets what is known of the objects of `partitions`, and that keys are not stored:
     /// what was read before their locks may be older than the lock.
     mutating func forgetReads(in partitions: Set<String>) {
@@ -163,7 +178,7 @@ struct WriteRecord {
             known[change.key] = (partition.description, change.after)
             touched[change.key] = (partition, version, change.after)
             touchLog.append(change.key)
-            staged.append(Write(partition: partition, version: version, change: change, depth: depth, author: author))
+            staged.append(Write(partition: partition, version: version, change: change, depth: depth, author: author, silent: silenced.contains(change.key)))
         }
     }
 
@@ -176,7 +191,7 @@ struct WriteRecord {
             touched[change.key] = (partition, version, change.after)
             touchLog.append(change.key)
             changes.append((partition, version, change))
-            if makesEvents {
+            if makesEvents && !write.silent {
                 events.append(PendingEvent(change: change, partition: partition, version: version, author: write.author, depth: write.depth, labelled: label))
             }
         }

@@ -30,6 +30,66 @@ enum WriteStatements {
         }
     }
 
+    /// `psync_read_counters` (migration 0018): where each counter path leads in its object and
+    /// the value there, without the bodies (``WriteTransaction/raise(_:)``).
+    struct ReadCounters: PostgresPreparedStatement {
+        static let name = "psync_read_counters_1"
+        static let sql = "SELECT * FROM psync_read_counters($1, $2, $3, $4)"
+        static let bindingDataTypes: [PostgresDataType] = [.textArray, .textArray, .textArray, .jsonbArray]
+        /// The ordinal of the counter asked for (from 1), the object's partition, whether it is
+        /// live, how many counters it keeps and whether this one is among them, where the path
+        /// leads (`nil`: nowhere) and the value there (`nil`: no field yet).
+        typealias Row = (Int64, String, Bool, Int32, Bool, [String]?, JSONB?)
+
+        var collections: [String] = []
+        var ids: [String] = []
+        var paths: [String] = []
+        var steps: [JSONB] = []
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 4)
+            bindings.append(collections)
+            bindings.append(ids)
+            bindings.append(paths)
+            bindings.append(steps)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {
+            try row.decode(Row.self)
+        }
+    }
+
+    /// `psync_raise_counters` (migration 0018): objects' new versions and counters, their
+    /// bodies untouched. Returns how many objects it wrote.
+    struct RaiseCounters: PostgresPreparedStatement {
+        static let name = "psync_raise_counters_1"
+        static let sql = "SELECT psync_raise_counters($1, $2, $3, $4, $5)"
+        static let bindingDataTypes: [PostgresDataType] = [.textArray, .textArray, .textArray, .int8Array, .jsonbArray]
+        typealias Row = Int64
+
+        var collections: [String] = []
+        var ids: [String] = []
+        var partitions: [String] = []
+        var versions: [Int64] = []
+        /// Each object's raised counters: `{"<path>": [[<place>], <value>]}`.
+        var entries: [JSONB] = []
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 5)
+            bindings.append(collections)
+            bindings.append(ids)
+            bindings.append(partitions)
+            bindings.append(versions)
+            bindings.append(entries)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {
+            try row.decode(Row.self)
+        }
+    }
+
     /// `psync_insert_new` (migrations 0016 and 0017): the objects and clock stamp of a ``Write`` whose
     /// objects are all new (an import's batch whose keys were not read); fails with
     /// unique_violation on a key stored already. Nothing else of the ``Write`` is written.

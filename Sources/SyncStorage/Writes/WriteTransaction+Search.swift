@@ -72,7 +72,7 @@ extension WriteTransaction {
     private func find(_ search: ObjectSearch, bodies: Bool) async throws -> [(partition: Partition, object: SyncObject)] {
         try search.check()
         let (collection, path) = (search.collection, search.path)
-        let selected = bodies ? "body" : "NULL::jsonb"
+        let selected = bodies ? StoredBody.sql("psync_objects") : "NULL::jsonb"
         // The path is spliced as a literal (it is checked above) so the expression matches a
         // declared index; the values are bound.
         var query: PostgresQuery
@@ -97,7 +97,7 @@ extension WriteTransaction {
             if store.hasElementIndex(index.name) {
                 // The index's live entries of the value, then each object by its key.
                 query = PostgresQuery(unsafeSQL: """
-                    SELECT o.collection, o.id, o.partition, o.version, \(bodies ? "o.body" : "NULL::jsonb")
+                    SELECT o.collection, o.id, o.partition, o.version, \(bodies ? StoredBody.sql() : "NULL::jsonb")
                     FROM psync_element_entries e JOIN psync_objects o ON o.collection = e.collection AND o.id = e.id
                     WHERE e.index_name = $1 AND e.value = $2 AND o.body IS NOT NULL
                     """)

@@ -163,7 +163,7 @@ package final class WriteTransaction {
         guard !keys.isEmpty else { return [:] }
         let rows = try await connection.query(
             """
-            SELECT o.collection, o.id, o.partition, o.body
+            SELECT o.collection, o.id, o.partition, \(unescaped: StoredBody.sql())
             FROM psync_objects o
             JOIN unnest(\(keys.map(\.collection))::text[], \(keys.map(\.id))::text[]) AS k(collection, id)
               ON o.collection = k.collection AND o.id = k.id
@@ -185,8 +185,99 @@ package final class WriteTransaction {
     /// chunk once written: a trigger raising a counter in the records of a thousand members
     /// holds a few of them at a time, not all. What fits in one chunk is staged as any other
     /// change (written before the commit in a deferring ``mode``).
+    ///
+    /// Raises of declared counters (``ObjectCounter``) are written beside the bodies when the
+    /// store says so (``ObjectStore/raisesCountersApart(_:)``), without reading or writing the
+    /// bodies (``CounterRaises``); either way they make no events.
     @discardableResult
     package func apply(_ operations: [Partition: [SyncOperation]]) async throws -> Int {
+        let (counters, apart) = store.counters
+        guard !counters.isEmpty else { return try await applyWhole(operations) }
+        let raises = CounterRaises(operations, counters: counters)
+        guard !raises.isEmpty else { return try await applyWhole(operations) }
+        for list in operations.values { try store.limits.check(operationCount: list.count) }
+        // Every partition locked in one statement, in sorted order, as a whole apply does.
+        try await lock(operations.keys.sorted())
+        var decided: (entries: [CounterRaises.Entry], whole: [Int])
+        if apart {
+            decided = try await readCounters(raises)
+        } else {
+            decided = ([], Array(raises.objects.indices))
+        }
+        // The raises applied to the whole body, with the other operations; silent as the
+        // raises written apart are.
+        var whole = raises.rest
+        for (partition, list) in raises.operations(of: decided.whole) { whole[partition, default: []] += list }
+        let silenced = Set(decided.whole.map { raises.objects[$0].key })
+        record.silenced.formUnion(silenced)
+        defer { record.silenced.subtract(silenced) }
+        let changed = try await applyWhole(whole)
+        return changed + (try await writeCounters(decided.entries))
+    }
+
+    /// What the database says of the counters of `raises`, decided (``CounterRaises/decide(_:readings:limit:)``);
+    /// the partitions are locked.
+    private func readCounters(_ raises: CounterRaises) async throws -> (entries: [CounterRaises.Entry], whole: [Int]) {
+        let keys = Set(raises.objects.map(\.key))
+        // The database must hold this transaction's own changes of these objects.
+        if record.staged.contains(where: { keys.contains($0.change.key) }) { try await writeStaged() }
+        var readings: [[CounterRaises.Reading?]] = raises.objects.map { Array(repeating: nil, count: $0.counters.count) }
+        var asked: [(object: Int, counter: Int)] = []
+        var statement = WriteStatements.ReadCounters()
+        func read() async throws {
+            guard !asked.isEmpty else { return }
+            for try await (n, partition, live, kept, isKept, place, value) in try await connection.execute(statement, logger: logger) {
+                let (object, counter) = asked[Int(n) - 1]
+                readings[object][counter] = CounterRaises.Reading(
+                    partition: partition, live: live, kept: Int(kept), isKept: isKept, place: place, value: value?.value)
+            }
+            asked = []
+            statement = WriteStatements.ReadCounters()
+        }
+        for (index, object) in raises.objects.enumerated() {
+            for (position, counter) in object.counters.enumerated() {
+                asked.append((index, position))
+                statement.collections.append(object.key.collection)
+                statement.ids.append(object.key.id)
+                statement.paths.append(counter.path.description)
+                statement.steps.append(JSONB(value: CounterRaises.steps(of: counter.path)))
+            }
+            if asked.count >= Self.countersPerStatement { try await read() }
+        }
+        try await read()
+        return CounterRaises.decide(raises.objects, readings: readings, limit: store.configuration.countersPerObject)
+    }
+
+    /// Counters read or written by one statement.
+    static let countersPerStatement = 5_000
+
+    /// Writes raised counters beside the bodies, and takes them into the record; returns how
+    /// many objects changed.
+    private func writeCounters(_ entries: [CounterRaises.Entry]) async throws -> Int {
+        guard !entries.isEmpty else { return 0 }
+        for start in stride(from: 0, to: entries.count, by: Self.countersPerStatement) {
+            var statement = WriteStatements.RaiseCounters()
+            for entry in entries[start..<min(start + Self.countersPerStatement, entries.count)] {
+                statement.collections.append(entry.key.collection)
+                statement.ids.append(entry.key.id)
+                statement.partitions.append(entry.partition.description)
+                statement.versions.append(versions[entry.partition]!)
+                statement.entries.append(JSONB(value: .object(entry.counters)))
+            }
+            var written = 0
+            for try await count in try await connection.execute(statement, logger: logger) { written += Int(count) }
+            // The objects were read live in their partitions after the locks.
+            guard written == statement.ids.count else {
+                throw SyncError(.internal, "raised counters of \(written) objects instead of \(statement.ids.count)")
+            }
+        }
+        record.raisedApart(
+            Set(entries.map(\.key)), in: Set(entries.map(\.partition)), screening: store.eventInterest, keeping: store.releasedChangeScreen)
+        return entries.count
+    }
+
+    /// ``apply(_:)`` with every operation applied to the whole bodies.
+    private func applyWhole(_ operations: [Partition: [SyncOperation]]) async throws -> Int {
         let partitions = operations.keys.sorted()
         guard !partitions.isEmpty else { return 0 }
         for list in operations.values { try store.limits.check(operationCount: list.count) }
@@ -443,6 +534,9 @@ struct Write {
     var change: ObjectChange
     var depth: Int
     var author: String
+    /// Whether the change makes no event: a raise of counters (``ObjectCounter``) written into
+    /// the body.
+    var silent = false
 }
 
 /// What the statement that finishes a transaction found, which keeps it from committing as
