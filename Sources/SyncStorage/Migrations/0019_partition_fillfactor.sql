@@ -1,0 +1,15 @@
+-- Room on each page of psync_partitions for the next version of its rows (docs/ARCHITECTURE.md,
+-- "Write amplification").
+--
+-- Every write bumps the version and clock of each partition it touches: one upload its room's,
+-- a run of RChat's unread trigger every member's User partition (1,000 rows for one message in
+-- a 1,000-member room). Neither column is indexed, so PostgreSQL can write the new row version
+-- beside the old one on the same page (a heap-only tuple: no new entry in the primary key, and
+-- a smaller WAL record) whenever the page has room for it; filled to the brim, as by default,
+-- about half of these updates found none, moved the row to another page and added a key to the
+-- index. Pages now keep half their space free; the table holds one short row per partition.
+--
+-- This applies to pages written from now on: the rows of an existing database move to roomier
+-- pages as they are updated, or at once with `VACUUM FULL psync_partitions` (which locks the
+-- table while it runs: at a quiet time).
+ALTER TABLE psync_partitions SET (fillfactor = 50);
