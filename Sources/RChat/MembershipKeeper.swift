@@ -43,7 +43,28 @@ struct MembershipKeeper {
             }
         }
         guard !operations.isEmpty else { return }
-        try await context.apply(operations)
+        try await Self.apply(operations, in: context)
+    }
+
+    /// The most operations on one partition in one apply: the inviter's copy marks each
+    /// invitee active with an operation of its own, and the engine takes at most
+    /// `Limits.maximumOperations` (1,000 by default) per partition in one apply, so a room
+    /// created with more invitees is applied in parts, in the trigger's one transaction.
+    static let operationsPerApply = 500
+
+    /// Applies `operations` (in each partition's order) in parts of at most ``operationsPerApply``
+    /// per partition: one many-partition apply for the first part of each, then the rest.
+    static func apply(_ operations: [Partition: [SyncOperation]], in context: TriggerContext) async throws {
+        var first: [Partition: [SyncOperation]] = [:]
+        var rest: [(partition: Partition, operations: ArraySlice<SyncOperation>)] = []
+        for (partition, list) in operations {
+            first[partition] = Array(list.prefix(operationsPerApply))
+            for start in stride(from: operationsPerApply, to: list.count, by: operationsPerApply) {
+                rest.append((partition, list[start..<min(start + operationsPerApply, list.count)]))
+            }
+        }
+        try await context.apply(first)
+        for part in rest { _ = try await context.apply(Array(part.operations), in: part.partition) }
     }
 
     /// An imported User record (docs/MIGRATING.md): every conversation it lists is a

@@ -54,4 +54,40 @@ struct BigRoomTests {
             await app.close()
         }
     }
+
+    @Test("a room created with more invitees than one apply takes (1,100 > the engine's 1,000 operations): every invitee gets the copy and is marked active, nothing dead-lettered")
+    func moreInviteesThanOneApply() async throws {
+        try await RChatHarness.with { db, server in
+            let store = db.store()
+            let creator = try await server.register("creator@example.com")
+            // The invitees' User records, written as the registration trigger writes them
+            // (accounts are not needed: an invitation finds users by their records).
+            let count = 1_100
+            for n in 0..<count {
+                let id = "invitee-\(n)"
+                let user = User(_id: id, userName: "invitee\(n)@example.com", conversations: [], presence: .offLine)
+                try await db.apply([.put(key("User", id), body: try #require(try JSONValue(encoding: user).objectValue))], in: RChatPartitions.user(id))
+            }
+            #expect(try await RChatHarness.eventually { try await store.body(of: key("User", creator.userID)) != nil })
+            let app = try await server.connect(token: creator.accessToken)
+            _ = try await app.next()
+            let answer = try await app.upload(
+                [.arrayAppend(key("User", creator.userID), path: path("conversations"),
+                              value: RChatHarness.conversation("c-huge", name: "Huge", creator: "creator@example.com",
+                                                               members: (0..<count).map { "invitee\($0)@example.com" }))],
+                to: RChatPartitions.user(creator.userID), requestId: "create")
+            #expect(answer.isAck)
+            #expect(try await RChatHarness.eventually(timeout: .seconds(120)) { try await db.triggersCaughtUp() })
+            #expect(try await db.deadLetters().isEmpty)
+            let active = JSONValue.string(MembershipStatus.active.rawValue)
+            let copy = try #require(try await store.body(of: key("User", creator.userID))?["conversations"]?.arrayValue?.first)
+            #expect(copy["members"]?.arrayValue?.count == count + 1)
+            #expect(copy["members"]?.arrayValue?.allSatisfy { $0["membershipStatus"] == active } == true)
+            for n in [0, 499, 500, 999, 1_000, count - 1] {
+                #expect(try await store.body(of: key("User", "invitee-\(n)"))?["conversations"]?.arrayValue?.first?["id"] == "c-huge", "invitee \(n)")
+            }
+            #expect(try await db.scalar("SELECT cardinality(ARRAY(SELECT jsonb_array_elements_text(body->'members'))) FROM psync_objects WHERE collection = 'Membership' AND id = 'c-huge'") == Int64(count + 1))
+            await app.close()
+        }
+    }
 }
