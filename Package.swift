@@ -234,7 +234,7 @@ let package = Package(
         // `psync`: the server command serving RChat.
         .executableTarget(
             name: "psync",
-            dependencies: ["PartitionSyncServer", "RChat"],
+            dependencies: ["PartitionSyncServer", "RChat", "SyncProtocol"],
             swiftSettings: swiftSettings
         ),
         // The terminal chat client, built on the SDK.

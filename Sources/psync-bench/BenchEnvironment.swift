@@ -104,6 +104,8 @@ final class BenchEnvironment: Sendable {
                 "LOG_LEVEL": "warning", "PSYNC_IDLE_TIMEOUT": "600", "PSYNC_DB_POOL": "\(options.serverPool)",
                 "PSYNC_ACCESS_TOKEN_TTL": "3600", "PSYNC_METRICS_PUBLIC": "true",
                 "PSYNC_REPLICA_URLS": replica?.urlString ?? "", "PSYNC_REPLICA_POLL_MS": "100",
+                // `fanout --members` beyond RChat's default 2,000 members in a room.
+                "RCHAT_MAX_MEMBERS": "20000",
             ],
             executable: executable)
         progress("starting \(server.executablePath) on port \(server.port) (log: \(server.logPath))")
