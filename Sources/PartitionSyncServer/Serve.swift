@@ -143,7 +143,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("trigger-run-events"), help: "Events a trigger with a run handler reads at once and handles in one transaction, at most (env PSYNC_TRIGGER_RUN_EVENTS).")
     var triggerRunEvents: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_RUN_EVENTS"].flatMap(Int.init) ?? 2_000
 
-    @Option(name: .customLong("trigger-run-bytes"), help: "Bytes of events (before and after images as stored) a run reads at most, one event at least (env PSYNC_TRIGGER_RUN_BYTES).")
+    @Option(name: .customLong("trigger-run-bytes"), help: "Bytes of events (before and after images as JSON text) a trigger's read takes at most, one event at least (env PSYNC_TRIGGER_RUN_BYTES).")
     var triggerRunBytes: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_RUN_BYTES"].flatMap(Int.init) ?? 8 << 20
 
     @Option(name: .customLong("trigger-max-lag"), help: "Events a trigger may be behind before /health/triggers reports it (env PSYNC_TRIGGER_MAX_LAG).")

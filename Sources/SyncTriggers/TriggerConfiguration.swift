@@ -15,11 +15,12 @@ package struct TriggerConfiguration: Sendable {
     package var batchSize: Int = 100
     /// Events a trigger with a run handler reads at once and hands to its handler in one
     /// transaction: at most this many, and no more once their before and after images (as
-    /// stored) reach ``runBytes``. A trigger that fell behind catches up in runs this large,
+    /// JSON text, not compressed as stored) reach ``runBytes``. A trigger that fell behind catches up in runs this large,
     /// and what its handler does once per run for everything the run changed (an unread count
     /// raised once by a room's new messages) is done fewer times. Default 2,000.
     package var eventsPerRun: Int = 2_000
-    /// The bytes of events a run reads at most (one event at least). Default 8 MiB.
+    /// The bytes of events one read takes at most (one event at least), their before and after
+    /// images as JSON text: a run's, and an event handler's batch (``batchSize``). Default 8 MiB.
     package var runBytes: Int = 8 << 20
     /// Events an ordered trigger handles in one transaction, in order, with one commit for all
     /// (a failure rolls the transaction back and the events are handled again one by one, each

@@ -70,7 +70,9 @@ final class TriggerRunner: Service, Sendable {
                 action = machine.waited(now: now)
             case .read(let start):
                 let (store, limit, filter) = (runtime.store, machine.policy.readLimit, trigger.filter)
-                let bytes = machine.policy.handlesRuns ? runtime.configuration.runBytes : nil
+                // Every read within the bytes budget: a batch of 100 events of 400 kB records
+                // is 40 MB of text, and ten times that parsed.
+                let bytes = runtime.configuration.runBytes
                 do {
                     // Only the events the trigger may handle are read and decoded; the rest of
                     // the scanned range is passed over.

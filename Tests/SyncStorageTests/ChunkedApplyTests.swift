@@ -117,6 +117,44 @@ struct ChunkedApplyTests {
         }
     }
 
+    @Test("the events of chunked changes are recorded as their chunks are let go, not held to the commit, and take the transaction's clock and order")
+    func eventsRecordedAsLetGo() async throws {
+        try await Self.withMembers { db, store in
+            store.recordEvents(.all)
+            // A partition whose clock is ahead of every member's: written later in the
+            // transaction, it raises the transaction's clock after the members' events were recorded.
+            let hot = partition("room=hot")
+            for n in 0..<30 { try await store.apply([.put(key("Note", "n\(n)"), body: [:])], in: hot) }
+            let log = EventLog(store: store)
+            try await log.sequence()
+            let start = try await log.head()
+            let held = try await store.withWriteTransaction(author: "chunker") { transaction in
+                transaction.defersWrites = true
+                transaction.defersEncoding = true
+                try await transaction.apply(Self.increments(by: 5))
+                let held = (transaction.record.screenedEvents.count, transaction.record.recordedEarly)
+                try await transaction.apply([.put(key("Note", "last"), body: [:])], in: hot)
+                return held
+            }
+            // Every chunk's events recorded when it was let go: the last chunk's too.
+            #expect(held.0 == 0 && held.1 == Self.members.count, "held \(held.0), recorded early \(held.1)")
+            try await log.sequence()
+            let events = try await log.events(after: start, limit: 1_000)
+            #expect(events.compactMap { $0.key?.id } == Self.members + ["last"])
+            #expect(events.dropLast().allSatisfy { $0.after?["count"] == 5 && $0.author == "chunker" })
+            // One clock for all of them, the one the last write raised (not the 0 they were recorded at).
+            let rows = try await db.client.query(
+                "SELECT count(DISTINCT clock), min(clock) FROM psync_events WHERE author = 'chunker'", logger: db.logger)
+            var clocks = (distinct: 0, lowest: Int64(0))
+            for try await row in rows.decode((Int, Int64).self) { clocks = row }
+            var byClock: [String] = []
+            for try await (clock, count) in try await db.client.query(
+                "SELECT clock, count(*) FROM psync_events WHERE author = 'chunker' GROUP BY clock ORDER BY clock", logger: db.logger
+            ).decode((Int64, Int).self) { byClock.append("\(count) at \(clock)") }
+            #expect(clocks.distinct == 1 && clocks.lowest > 0, "events by clock: \(byClock)")
+        }
+    }
+
     @Test("the changes the store's screen keeps reach the commit beside the partitions let go of, with the generation the screen had")
     func screenKeeps() async throws {
         try await Self.withMembers { db, store in

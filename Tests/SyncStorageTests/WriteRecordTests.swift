@@ -46,6 +46,7 @@ struct WriteRecordTests {
             WriteTransaction.SearchAnswer(found: [:], applied: 3)
         record.outcomes.append((Upload(partition: room, operations: [], principal: "bob", requestId: "r2"), "r2", ["version": 3]))
         record.recordedEvents = 2
+        record.recordedEarly = 3
         record.insertsOnly = true
         record.forgetReads(in: [room.description])
         // A chunked apply lets go of a written object: what it released, kept and screened.

@@ -102,6 +102,32 @@ struct EventLogTests {
         }
     }
 
+    @Test("a byte budget counts the images as the handler gets them, as JSON text, not as stored compressed")
+    func byteBudgetOfCompressedImages() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let room = partition("conversation=c-1")
+            // Ten records listing 1,000 alike members each (as RChat's User records list a big
+            // room's members): ~60 kB of text each, stored compressed in a small part of it.
+            let members = JSONValue.array((0..<1_000).map { _ in ["userName": "member@example.com", "membershipStatus": "active"] })
+            for n in 1...10 {
+                try await store.upload(Upload(partition: room, operations: [.put(key("Doc", "d\(n)"), body: ["members": members])], principal: "u"))
+            }
+            let log = EventLog(store: store)
+            try await log.sequence()
+            var text = 0, stored = 0
+            for try await (t, s) in try await db.client.query("SELECT octet_length(after::text), pg_column_size(after) FROM psync_events WHERE seq = 1").decode((Int, Int).self) {
+                (text, stored) = (t, s)
+            }
+            // The premise: stored, an image is a small part of its text.
+            #expect(text > 50_000 && stored * 10 < text, "text \(text) bytes, stored \(stored)")
+            // A budget of four and a half images' text: five are read (the fifth reaches it), not all ten.
+            let docs = ChangeEvent.Filter(kinds: [.object], collections: ["Doc"])
+            let (events, through, full) = try await log.events(after: 0, limit: 100, scan: 100, bytes: text * 9 / 2, filter: docs)
+            #expect(events.map(\.position) == [1, 2, 3, 4, 5] && through == 5 && full)
+        }
+    }
+
     @Test("a rolled-back upload leaves no event; an upload that changes nothing leaves none")
     func noInventedEvents() async throws {
         try await TestDatabase.with { db in

@@ -96,6 +96,35 @@ struct TriggerTests {
         }
     }
 
+    @Test("an event handler's reads stop at the bytes budget too (one event at least): each event is still handled once, in order")
+    func eventHandlerBytesBudget() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            // Ten messages wait before the trigger starts: one read of 100 would take them all.
+            try await TriggerLedger(store: store).register("count")
+            for n in 0..<10 {
+                try await store.upload(Upload(partition: room, operations: [.put(key("Message", "m\(n)"), body: ["n": .int(Int64(n))])], principal: "u"))
+            }
+            var configuration = TestTriggers.fastConfiguration
+            configuration.runBytes = 1
+            let watcher = Trigger(name: "watch-tally", collections: ["Tally"]) { _, _ in }
+            let service = TriggerHarness.service(store, [counting(), watcher], configuration: configuration)
+            try await TriggerHarness.running([service]) {
+                let counted = try await TriggerHarness.eventually { try await tallyBody(store)?["messages"] == 10 }
+                #expect(counted)
+            }
+            let seen = try await tallyBody(store)?["seen"]?.arrayValue?.compactMap(\.intValue) ?? []
+            #expect(seen.count == 10 && seen == seen.sorted())
+            // A read of one event each: ten transactions (one read of all ten would commit them in one).
+            let rows = try await db.client.query(
+                "SELECT count(*), count(DISTINCT xid) FROM psync_events WHERE author = 'trigger:count'", logger: db.logger)
+            for try await (events, transactions) in rows.decode((Int, Int).self) {
+                #expect(events == 10)
+                #expect(transactions == 10)
+            }
+        }
+    }
+
     @Test("a failing handler is retried with backoff and its failed attempts leave no writes")
     func retries() async throws {
         try await TestDatabase.with { db in

@@ -81,6 +81,10 @@ struct WriteRecord {
     /// go): the wanted ones, their bodies held as JSON text only, to record at commit before
     /// ``events``.
     var screenedEvents: [PendingEvent] = []
+    /// How many screened events were recorded before the finish, as their changes were let go
+    /// (``WriteTransaction/apply(_:)``), so the transaction holds none of their bodies until
+    /// its commit: they take the transaction's clock at its finish.
+    var recordedEarly = 0
 
     init(author: String, depth: Int) {
         self.author = author
@@ -93,6 +97,12 @@ struct WriteRecord {
     /// Every partition the transaction changed so far (written, not staged).
     var changedPartitions: Set<Partition> {
         Set(changes.map(\.partition)).union(released.keys)
+    }
+
+    /// The transaction's Lamport clock: the largest of its changed partitions' (docs/TRIGGERS.md,
+    /// "Ordering"), every event it records carries it.
+    var clock: Int64? {
+        changedPartitions.compactMap { clocks[$0] }.max()
     }
 
     /// Lets go of what the record holds of the written objects `keys` (but the changes `screen`
