@@ -79,6 +79,17 @@ public struct TriggerContext: ObjectReading {
         try await transaction.find(.field(collection, path: path, in: values))
     }
 
+    /// Where the live objects of a collection whose field at `path` is each of `values` are, by
+    /// value (every value given is a key; no object: an empty list), without their bodies
+    /// (index: ``ObjectIndex/field(collection:path:)``): one statement for all the values. For
+    /// a handler that needs to know who is who, not what their records hold: a room's members
+    /// by name, whose records each list the whole room.
+    public func keys(of collection: String, where path: String, in values: [String]) async throws -> [String: [(partition: Partition, key: ObjectKey)]] {
+        let distinct = Array(Set(values))
+        let found = try await transaction.keys(distinct.map { ObjectSearch.field(collection, path: path, in: [$0]) })
+        return Dictionary(uniqueKeysWithValues: zip(distinct, found))
+    }
+
     /// Live objects of a collection whose array at `path` has an element whose `field` is
     /// `value` (index: ``ObjectIndex/arrayElements(collection:path:field:)``).
     public func find(_ collection: String, whereArray path: String, field: String, is value: JSONValue) async throws -> [(partition: Partition, object: SyncObject)] {

@@ -17,41 +17,25 @@ extension WriteTransaction {
         try await find(search, bodies: false).map { ($0.partition, $0.object.key) }
     }
 
-    /// ``keys(_:)`` of each search, in order. The element searches of one declared element
-    /// index are answered by one statement for all their values (a run's rooms); in a
-    /// transaction that defers its writes, each value's answer then serves its search as if
-    /// that search had been read alone (the transaction's own changes laid over it).
+    /// ``keys(_:)`` of each search, in order. The searches one statement can answer together
+    /// are: the element searches of one declared element index (a run's rooms), and the
+    /// one-value field searches of one collection and path (a room's members by name, each
+    /// name's answer apart). In a transaction that defers its writes, each value's answer then
+    /// serves its search as if that search had been read alone (the transaction's own changes
+    /// laid over it).
     package func keys(_ searches: [ObjectSearch]) async throws -> [[(partition: Partition, key: ObjectKey)]] {
-        var byIndex: [String: [ObjectSearch]] = [:]
+        var groups: [SearchGroup: [ObjectSearch]] = [:]
         for search in searches {
             try search.check()
-            guard case .elementField(let field, _) = search.condition else { continue }
-            let index = ObjectIndex.arrayElements(collection: search.collection, path: search.path, field: field)
-            guard store.hasElementIndex(index.name) else { continue }
+            guard let group = searchGroup(of: search) else { continue }
             if mode.defersWrites, record.searches[Search(search: search, bodies: false)] != nil { continue }
-            byIndex[index.name, default: []].append(search)
+            groups[group, default: []].append(search)
         }
         var read: [ObjectSearch: [(partition: Partition, object: SyncObject)]] = [:]
-        for (index, group) in byIndex where group.count > 1 {
-            let values = group.map { search -> JSONValue in
-                guard case .elementField(_, let value) = search.condition else { preconditionFailure() }
-                return value
-            }
-            // Each entry with the ordinal of the value it matched.
-            let rows = try await connection.query(
-                """
-                SELECT w.n, o.collection, o.id, o.partition, o.version
-                FROM jsonb_array_elements(\(JSONB(value: .array(values)))) WITH ORDINALITY AS w(value, n)
-                JOIN psync_element_entries e ON e.index_name = \(index) AND e.value = w.value
-                JOIN psync_objects o ON o.collection = e.collection AND o.id = e.id
-                WHERE o.body IS NOT NULL
-                """, logger: logger)
-            var found = Array(repeating: [(partition: Partition, object: SyncObject)](), count: group.count)
-            for try await (n, collection, id, partition, version) in rows.decode((Int64, String, String, String, Int64).self) {
-                let object = SyncObject(key: ObjectKey(uncheckedCollection: collection, id: id), version: version, body: nil)
-                found[Int(n) - 1].append((try Partition(partition), object))
-            }
-            for (search, answer) in zip(group, found) {
+        for (group, members) in groups where members.count > 1 {
+            let distinct = Array(Set(members))
+            let found = try await keys(of: distinct, in: group)
+            for (search, answer) in zip(distinct, found) {
                 if mode.defersWrites {
                     record.searches[Search(search: search, bodies: false)] = SearchAnswer(
                         found: Dictionary(answer.map { ($0.object.key, $0) }, uniquingKeysWith: { first, _ in first }), applied: 0)
@@ -67,6 +51,67 @@ extension WriteTransaction {
             answers.append(found.map { ($0.partition, $0.object.key) })
         }
         return answers
+    }
+
+    /// Searches one statement answers together, each for one value.
+    enum SearchGroup: Hashable {
+        /// Element searches a declared element index serves (by its name).
+        case elements(index: String)
+        /// One-value field searches of a collection and path.
+        case field(collection: String, path: String)
+    }
+
+    /// The group `search` can be answered in, if any.
+    private func searchGroup(of search: ObjectSearch) -> SearchGroup? {
+        switch search.condition {
+        case .elementField(let field, _):
+            let index = ObjectIndex.arrayElements(collection: search.collection, path: search.path, field: field)
+            return store.hasElementIndex(index.name) ? .elements(index: index.name) : nil
+        case .field(let values):
+            return values.count == 1 ? .field(collection: search.collection, path: search.path) : nil
+        case .arrayContains:
+            return nil
+        }
+    }
+
+    /// The keys each of `searches` (all of `group`) finds in the database, by one statement:
+    /// each value joined with what it finds, numbered by its place.
+    private func keys(of searches: [ObjectSearch], in group: SearchGroup) async throws -> [[(partition: Partition, object: SyncObject)]] {
+        var query: PostgresQuery
+        switch group {
+        case .elements(let index):
+            let values = searches.map { search -> JSONValue in
+                guard case .elementField(_, let value) = search.condition else { preconditionFailure() }
+                return value
+            }
+            query = """
+                SELECT w.n, o.collection, o.id, o.partition, o.version
+                FROM jsonb_array_elements(\(JSONB(value: .array(values)))) WITH ORDINALITY AS w(value, n)
+                JOIN psync_element_entries e ON e.index_name = \(index) AND e.value = w.value
+                JOIN psync_objects o ON o.collection = e.collection AND o.id = e.id
+                WHERE o.body IS NOT NULL
+                """
+        case .field(let collection, let path):
+            let values = searches.map { search -> String in
+                guard case .field(let values) = search.condition, let value = values.first else { preconditionFailure() }
+                return value
+            }
+            // The path as a literal (checked), so the expression is the declared index's.
+            query = PostgresQuery(unsafeSQL: """
+                SELECT w.n, o.collection, o.id, o.partition, o.version
+                FROM unnest($2::text[]) WITH ORDINALITY AS w(value, n)
+                JOIN psync_objects o ON o.collection = $1 AND o.body IS NOT NULL AND o.body #>> \(ObjectIndex.literal(path)) = w.value
+                """)
+            query.binds.append(collection, context: .default)
+            query.binds.append(values, context: .default)
+        }
+        let rows = try await connection.query(query, logger: logger)
+        var found = Array(repeating: [(partition: Partition, object: SyncObject)](), count: searches.count)
+        for try await (n, collection, id, partition, version) in rows.decode((Int64, String, String, String, Int64).self) {
+            let object = SyncObject(key: ObjectKey(uncheckedCollection: collection, id: id), version: version, body: nil)
+            found[Int(n) - 1].append((try Partition(partition), object))
+        }
+        return found
     }
 
     private func find(_ search: ObjectSearch, bodies: Bool) async throws -> [(partition: Partition, object: SyncObject)] {
