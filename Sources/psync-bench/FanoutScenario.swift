@@ -23,6 +23,9 @@ struct FanoutScenario {
         progress("fanout: \(messages) messages to a room of \(members) online members")
         let rssBefore = environment.serverRSS()
         let anonBefore = environment.serverAnonymousRSS()
+        // The room's setup (its creation, every member's copy, every member coming online) has
+        // a peak of its own, which must not grow with the room either.
+        let setupPeak = MemoryPeak(environment)
         let users = try await environment.registerUsers("fanout", count: members)
         let partition = try Partition(key: "conversation", value: "fanout")
         try await environment.createConversation("fanout", name: "Fanout", members: users)
@@ -47,6 +50,7 @@ struct FanoutScenario {
         // Each member coming online set off RChat's presence trigger (their User record and
         // Chatster): the messages are sent once that setup work is done.
         try await environment.waitForTriggers()
+        let anonSetupPeak = setupPeak.stop()
 
         let sender = users[0]
         let connection = try await BenchConnection.connect(environment.server.webSocketURL, token: sender.token, logger: environment.logger) { _ in }
@@ -60,14 +64,7 @@ struct FanoutScenario {
         // Its memory with every member online and idle: what the messages add to it is the
         // room's cost, which must not grow with the room (a session's own is `connections`').
         let anonSessionsUp = environment.serverAnonymousRSS()
-        let peak = Mutex(anonSessionsUp)
-        let sampler = Task { [environment] in
-            while !Task.isCancelled {
-                let now = environment.serverAnonymousRSS()
-                peak.withLock { $0 = max($0, now) }
-                try? await Task.sleep(for: .milliseconds(20))
-            }
-        }
+        let peak = MemoryPeak(environment)
         for n in 0..<messages {
             let requestId = "fanout-\(n)"
             let walBefore = try await environment.walPosition()
@@ -96,9 +93,7 @@ struct FanoutScenario {
             walBytes.append(try await environment.walPosition() - walBefore)
             try await Task.sleep(for: .milliseconds(100))
         }
-        sampler.cancel()
-        let anonNow = environment.serverAnonymousRSS()
-        let anonHighest = peak.withLock { max($0, anonNow) }
+        let anonHighest = peak.stop()
         progress("fanout: p99 to all \(members): \(completion.milliseconds(at: 99)) ms")
         let rssPeak = environment.serverRSS()
         let anonPeak = environment.serverAnonymousRSS()
@@ -120,7 +115,8 @@ struct FanoutScenario {
             "unreadCountsSettledMs": settle.summary,
             "serverRSSMB": ["before": megabytes(rssBefore), "underLoad": megabytes(rssPeak), "afterLoad": megabytes(rssAfter)],
             "serverAnonMB": [
-                "before": megabytes(anonBefore), "sessionsUp": megabytes(anonSessionsUp), "underLoad": megabytes(anonPeak),
+                "before": megabytes(anonBefore), "peakDuringSetup": megabytes(anonSetupPeak), "sessionsUp": megabytes(anonSessionsUp),
+                "underLoad": megabytes(anonPeak),
                 "peakDuringMessages": megabytes(anonHighest), "addedByMessages": megabytes(anonHighest - anonSessionsUp),
                 "afterLoad": megabytes(anonAfter),
             ],
