@@ -115,7 +115,7 @@ struct MembershipKeeper {
         // first record by key, for a name two records give).
         let listed = names.union(entry.members.lazy.filter { $0.membershipStatus == .active }.map(\.userName))
         var users: [String: (partition: Partition, id: String)] = [:]
-        for (name, found) in try await context.keys(of: User.collection, where: "userName", in: Array(listed).sorted()) {
+        for (name, found) in try await context.keys(of: User.collection, where: "userName", in: Array(listed)) {
             if let first = found.min(by: { $0.key < $1.key }) { users[name] = (first.partition, first.key.id) }
         }
         let invitees = users.filter { names.contains($0.key) }

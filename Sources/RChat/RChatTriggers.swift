@@ -135,7 +135,7 @@ public enum RChatTriggers {
         guard let userID = event.userID else { return }
         let key = RChat.userKey(userID)
         guard let body = try await context.body(of: key), body["presence"] != .string(Presence.hidden.rawValue) else { return }
-        var fields: [(String, JSONValue)]
+        let fields: [(String, JSONValue)]
         switch event.operation {
         case .opened:
             fields = [("presence", .string(Presence.onLine.rawValue))]

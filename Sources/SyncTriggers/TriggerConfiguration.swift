@@ -14,10 +14,10 @@ package struct TriggerConfiguration: Sendable {
     /// Events read per batch by a trigger with an event handler. Default 100.
     package var batchSize: Int = 100
     /// Events a trigger with a run handler reads at once and hands to its handler in one
-    /// transaction: at most this many, and no more once their before and after images (as
-    /// JSON text, not compressed as stored) reach ``runBytes``. A trigger that fell behind catches up in runs this large,
-    /// and what its handler does once per run for everything the run changed (an unread count
-    /// raised once by a room's new messages) is done fewer times. Default 2,000.
+    /// transaction: at most this many, and no more once their before and after images (as JSON
+    /// text, not compressed as stored) reach ``runBytes``. A trigger that fell behind catches up
+    /// in runs this large, and what its handler does once per run for everything the run changed
+    /// (an unread count raised once by a room's new messages) is done fewer times. Default 2,000.
     package var eventsPerRun: Int = 2_000
     /// The bytes of events one read takes at most (one event at least), their before and after
     /// images as JSON text: a run's, and an event handler's batch (``batchSize``). Default 8 MiB.

@@ -85,8 +85,8 @@ package struct EventLog: Sendable {
         let bound = position + Int64(max(scan, limit))
         let columns = Self.columns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         let budget = Int64(bytes ?? Int.max)
-        // The sizes and their running sum only for a read with a budget (a run's): a read of
-        // events one at a time needs neither. The images' size as text, as they arrive and are
+        // The sizes and their running sum only for a read with a budget (every trigger's): a
+        // read of events one at a time needs neither. The images' size as text, as they arrive and are
         // parsed, not as stored: an image is compressed when stored, and a record listing 2,000
         // members (the same few fields each) takes a twentieth of its text, so a budget of stored
         // bytes let a run parse 2,000 images of 170 kB at once (3 GB as trees).
