@@ -141,11 +141,11 @@ package struct Importer: Sendable {
     private func importFile(
         _ file: ExportFile, into report: inout ImportReport, progress: inout Progress, tick: (Progress) -> Void
     ) async throws {
-        var reader = try ExportReader(file)
+        let placement = self.placement
+        var reader = try ExportReader(file, directMapper: DirectMapper(keptFields: placement.fieldsRead))
         let collection = options.collection ?? file.collection
         let collector = BlobCollector(maximumBytes: options.blobMaximumBytes)
         let mapper = JSONMapper(policy: collector.policy(for: application.importing))
-        let placement = self.placement
         let author = principal.description
         var window = PartitionWindow<Partition, ImportBatch.Pending>(
             documentLimit: options.windowDocumentLimit, byteLimit: options.windowByteLimit)
@@ -153,7 +153,7 @@ package struct Importer: Sendable {
         var previousOffset: Int64 = 0
         let startBytes = progress.bytes
         while true {
-            let source: SourceDocument
+            var source: SourceDocument
             do {
                 let next = try Self.nextDocument({ () throws(ImportError) in try reader.next() }) { error in
                     report.record(refuse(ImportReport.Refusal(error, collection: collection)), collection: collection, partition: nil)
@@ -168,9 +168,9 @@ package struct Importer: Sendable {
             progress.bytes = startBytes + source.byteOffset
             previousOffset = source.byteOffset
             progress.documents += 1
-            report.conversions.count(source.document)
+            report.conversions.add(source.conversions)
             do {
-                let entry = try prepare(source, collection: collection, mapper: mapper, placement: placement, author: author)
+                let entry = try prepare(&source, collection: collection, mapper: mapper, placement: placement, author: author)
                 let taken = collector.take()
                 report.base64Fields += taken.base64Fields
                 var bytes = sourceBytes
@@ -208,26 +208,35 @@ package struct Importer: Sendable {
         while !writing.isEmpty { try await finish(&writing, into: &report) }
     }
 
-    /// The upload of one document, or its refusal (thrown).
+    /// The upload of one document, or its refusal (thrown). Takes the document's body (each
+    /// change made to it in place, not to a copy).
     private func prepare(
-        _ source: SourceDocument, collection: String, mapper: JSONMapper, placement: DocumentPlacement, author: String
+        _ source: inout SourceDocument, collection: String, mapper: JSONMapper, placement: DocumentPlacement, author: String
     ) throws -> ImportBatch.Entry {
         do {
             let (id, partition, field) = try placement.place(source.document)
             var document = ImportMapping.Document(
                 collection: collection, id: id, partition: partition,
-                body: placement.body(try source.body(collection: collection, mapper: mapper), partitionField: field))
+                body: placement.body(try source.takeBody(collection: collection, mapper: mapper), partitionField: field))
             do {
                 try application.importing.document?(&document)
             } catch {
                 throw ImportError(.refusedByPolicy, "the application's import mapping refused it: \(error)")
             }
             let key = try ObjectKey(collection: document.collection, id: document.id)
+            // The engine's fields set as the engine sets them (where the mapping left them
+            // out: one it set is checked by the engine), so a new object's body is stored as it
+            // is rather than copied whole to add them.
+            var body: [String: JSONValue] = [:]
+            swap(&body, &document.body)
+            if body["_id"] == nil { body["_id"] = .string(key.id) }
+            if body["partition"] == nil { body["partition"] = .string(document.partition.description) }
             // Where it was read, for a refusal: its fields are in the body now.
             var origin = source
             origin.document = BSONDocument(source.id.map { [BSONDocument.Field("_id", $0)] } ?? [])
+            origin.mapped = nil
             return ImportBatch.Entry(
-                upload: Upload(partition: document.partition, operations: [.put(key, body: document.body)], principal: author),
+                upload: Upload(partition: document.partition, operations: [.put(key, body: body)], principal: author),
                 collection: collection, source: origin)
         } catch let error as ImportError {
             let located = error.located(
@@ -272,15 +281,32 @@ package struct Importer: Sendable {
             writing = []
             throw error
         }
-        for (entry, outcome) in zip(current.batch.entries, outcomes) {
-            let partition = entry.upload.partition.description
-            switch outcome {
-            case .imported:
-                report.record(.imported, collection: entry.collection, partition: partition)
-            case .unchanged:
-                report.record(.unchanged, collection: entry.collection, partition: partition)
+        // A batch holds whole partitions one after the other: each run of one partition's
+        // documents with the same outcome is counted at once, not the report's three tables
+        // updated per document.
+        let entries = current.batch.entries
+        var index = 0
+        while index < entries.count {
+            let entry = entries[index]
+            let partition = entry.upload.partition
+            switch outcomes[index] {
+            case .imported, .unchanged:
+                let outcome = outcomes[index]
+                var end = index + 1
+                while end < entries.count, outcomes[end] == outcome, entries[end].upload.partition == partition,
+                    entries[end].collection == entry.collection
+                {
+                    end += 1
+                }
+                report.record(
+                    outcome == .imported ? .imported : .unchanged, collection: entry.collection, partition: partition.description,
+                    count: end - index)
+                index = end
             case .refused(let error):
-                report.record(refuse(Self.refusal(error, entry.source, collection: entry.collection)), collection: entry.collection, partition: partition)
+                report.record(
+                    refuse(Self.refusal(error, entry.source, collection: entry.collection)), collection: entry.collection,
+                    partition: partition.description)
+                index += 1
             }
         }
     }
@@ -290,13 +316,10 @@ package struct Importer: Sendable {
     private func write(_ batch: ImportBatch) async throws -> [ObjectStore.ImportOutcome] {
         let permissions = application.permissions
         let principal = self.principal
-        var partitions: [ObjectKey: Partition] = [:]
-        for entry in batch.entries { partitions[entry.upload.operations[0].key] = entry.upload.partition }
-        let partitionsOfKeys = partitions
-        var validate: ObjectStore.Validator?
+        var validate: ObjectStore.ImportValidator?
         if !options.trusted {
-            validate = { @Sendable (changes: [ObjectChange], transaction: WriteTransaction) async throws in
-                guard let first = changes.first, let partition = partitionsOfKeys[first.key] else { return }
+            validate = { @Sendable (changes: [ObjectChange], partition: Partition, transaction: WriteTransaction) async throws in
+                guard !changes.isEmpty else { return }
                 try await permissions.validate(changes, in: partition, by: principal, transaction: transaction, logger: transaction.logger)
             }
         }

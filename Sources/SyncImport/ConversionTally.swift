@@ -13,7 +13,7 @@ public struct ConversionTally: Sendable, Hashable {
         for field in document.fields { count(field.value) }
     }
 
-    private mutating func count(_ value: BSONValue) {
+    mutating func count(_ value: BSONValue) {
         switch value {
         case .document(let document): count(document)
         case .array(let elements): for element in elements { count(element) }

@@ -59,9 +59,15 @@ public struct DocumentPlacement: Sendable, Hashable {
         }
     }
 
+    /// The top-level fields ``place(_:)`` reads: `_id` and the partition fields it may take.
+    public var fieldsRead: [String] {
+        ["_id", Self.defaultPartitionField, Self.detectedPartitionField] + (partitionField.map { [$0] } ?? [])
+    }
+
     /// `body` without the fields the engine sets (`_id`, `partition`) and without the
-    /// partition field unless it is kept.
-    public func body(_ body: [String: JSONValue], partitionField field: String) -> [String: JSONValue] {
+    /// partition field unless it is kept. Taken, not borrowed: the caller's body is changed in
+    /// place rather than copied whole to remove three fields.
+    public func body(_ body: consuming [String: JSONValue], partitionField field: String) -> [String: JSONValue] {
         var body = body
         body["_id"] = nil
         body[Self.detectedPartitionField] = nil

@@ -5,10 +5,12 @@ public struct ExportReader {
     private var dump: MongoDumpReader?
 
     /// The reader for `file` (``ExportFile/Kind/dumpMetadata`` holds no documents: refused).
-    public init(_ file: ExportFile) throws(ImportError) {
+    /// With `directMapper`, a mongoexport file's documents are mapped straight to their bodies
+    /// where they can be (``MongoExportReader/init(path:decoder:maximumDepth:directMapper:)``).
+    public init(_ file: ExportFile, directMapper: DirectMapper? = nil) throws(ImportError) {
         self.file = file
         switch file.kind {
-        case .mongoexport: export = try MongoExportReader(path: file.path)
+        case .mongoexport: export = try MongoExportReader(path: file.path, directMapper: directMapper)
         case .mongodump: dump = try MongoDumpReader(path: file.path)
         case .dumpMetadata:
             throw ImportError(.io, "is a mongodump metadata file, which holds no documents (see DumpMetadata)", file: file.path)

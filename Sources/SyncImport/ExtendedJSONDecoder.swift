@@ -45,7 +45,9 @@ public struct ExtendedJSONDecoder: Sendable {
     }
 }
 
-private struct ExtendedJSONWalker {
+/// The walk of one document of ``ExtendedJSONDecoder`` (also used by ``DirectMapper`` for the
+/// type wrappers).
+struct ExtendedJSONWalker {
     let acceptsLegacyForms: Bool
     var forms: ExtendedJSONForms = []
     var path = PathStack()
@@ -120,8 +122,9 @@ private struct ExtendedJSONWalker {
             key = found
         }
         var keys: Set<String> { Set(fields.keys) }
-        func exactly(_ expected: Set<String>) throws(ImportError) {
-            guard fields.count == expected.count, fields.keys.allSatisfy(expected.contains) else {
+        // A list, not a set: no set of one key made and hashed for every wrapper read.
+        func exactly(_ expected: [String]) throws(ImportError) {
+            guard fields.count == expected.count, expected.allSatisfy({ fields[$0] != nil }) else {
                 let list = expected.sorted().map { "\"\($0)\"" }.joined(separator: " and ")
                 throw failure("an object with \"\(key)\" must have exactly the key\(expected.count > 1 ? "s" : "") \(list), not \(keys.sorted())")
             }

@@ -116,14 +116,15 @@ public struct ImportReport: Sendable, Hashable {
         self.refusalLimit = refusalLimit
     }
 
-    /// Counts one document of `collection` (and of `partition`, when it was placed).
-    public mutating func record(_ outcome: Outcome, collection: String, partition: String?) {
+    /// Counts one document of `collection` (and of `partition`, when it was placed), or
+    /// `count` documents with the same outcome (a refusal is one document's: give 1).
+    public mutating func record(_ outcome: Outcome, collection: String, partition: String?, count: Int = 1) {
         func apply(_ counts: inout Counts) {
-            counts.read += 1
+            counts.read += count
             switch outcome {
-            case .imported: counts.imported += 1
-            case .unchanged: counts.unchanged += 1
-            case .refused: counts.refused += 1
+            case .imported: counts.imported += count
+            case .unchanged: counts.unchanged += count
+            case .refused: counts.refused += count
             }
         }
         apply(&total)

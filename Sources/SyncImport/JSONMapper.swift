@@ -32,7 +32,7 @@ public struct JSONMapper: Sendable {
     }
 }
 
-private struct MappingWalk {
+struct MappingWalk {
     let policy: ImportPolicy
     let collection: String
     let documentID: BSONValue?
@@ -53,7 +53,7 @@ private struct MappingWalk {
         fields.reserveCapacity(document.count)
         for field in document.fields {
             path.push(.field(field.name))
-            guard !field.name.utf8.contains(0) else {
+            guard !field.name.containsNUL else {
                 throw refusal(.invalidField, "field names may not contain U+0000")
             }
             guard fields[field.name] == nil else {
@@ -65,18 +65,29 @@ private struct MappingWalk {
         return fields
     }
 
-    mutating func value(_ value: BSONValue) throws(ImportError) -> JSONValue {
+    /// The JSON form of a value that needs neither the policy nor a check (null, booleans,
+    /// numbers but non-finite doubles, Decimal128, ObjectId, dates RFC 3339 writes); `nil` for
+    /// any other. The one table of those types, for this walk and ``DirectMapper``'s.
+    static func plain(_ value: BSONValue) -> JSONValue? {
         switch value {
-        case .null, .undefined:
-            return .null
-        case .bool(let flag):
-            return .bool(flag)
-        case .int32(let number):
-            return .int(Int64(number))
-        case .int64(let number):
-            return .int(number)
+        case .null, .undefined: .null
+        case .bool(let flag): .bool(flag)
+        case .int32(let number): .int(Int64(number))
+        case .int64(let number): .int(number)
+        case .double(let number): number.isFinite ? .double(number) : nil
+        case .decimal128(let decimal): .string(decimal.description)
+        case .objectID(let id): .string(id.hex)
+        case .dateTime(let milliseconds): BSONDateTime.rfc3339(milliseconds).map(JSONValue.string)
+        default: nil
+        }
+    }
+
+    mutating func value(_ value: BSONValue) throws(ImportError) -> JSONValue {
+        if let plain = Self.plain(value) { return plain }
+        switch value {
+        case .null, .undefined, .bool, .int32, .int64, .decimal128, .objectID:
+            preconditionFailure("mapped by plain(_:)")
         case .double(let number):
-            if number.isFinite { return .double(number) }
             switch policy.nonFiniteDoubles {
             case .string: return .string(number.isNaN ? "NaN" : number < 0 ? "-Infinity" : "Infinity")
             case .null: return .null
@@ -84,15 +95,10 @@ private struct MappingWalk {
                 let text = number.isNaN ? "NaN" : number < 0 ? "-Infinity" : "Infinity"
                 return try fallback(value, else: "the double \(text) has no JSON form; the policy refuses non-finite doubles")
             }
-        case .decimal128(let decimal):
-            return .string(decimal.description)
         case .string(let text), .symbol(let text):
-            guard !text.utf8.contains(0) else { throw refusal(.invalidField, "strings may not contain U+0000") }
+            guard !text.containsNUL else { throw refusal(.invalidField, "strings may not contain U+0000") }
             return .string(text)
-        case .objectID(let id):
-            return .string(id.hex)
         case .dateTime(let milliseconds):
-            if let text = BSONDateTime.rfc3339(milliseconds) { return .string(text) }
             return try fallback(value, else: "the date \(milliseconds) ms from 1970 is outside the years 0001–9999 that RFC 3339 writes")
         case .document(let document):
             return .object(try object(document))

@@ -13,16 +13,22 @@ public struct MongoExportReader {
     private var frames: FramedInput<JSONDocumentSplitter>
     private let parser: JSONParser
     private let decoder: ExtendedJSONDecoder
+    /// Maps the documents it can straight to their bodies (``SourceDocument/mapped``).
+    private let directMapper: DirectMapper?
     /// The forms of Extended JSON seen so far.
     public private(set) var forms: ExtendedJSONForms = []
 
     /// - Parameters:
     ///   - maximumDepth: the deepest nesting of the JSON text (Extended JSON's type wrappers
     ///     count: the specification asks for at least 200).
-    public init(path: String, decoder: ExtendedJSONDecoder = ExtendedJSONDecoder(), maximumDepth: Int = 256)
-        throws(ImportError)
-    {
+    ///   - directMapper: maps the documents it can straight to their bodies
+    ///     (``SourceDocument/mapped``, their ``SourceDocument/document`` holding only the kept
+    ///     fields); `nil` (the default): every document is read whole.
+    public init(
+        path: String, decoder: ExtendedJSONDecoder = ExtendedJSONDecoder(), maximumDepth: Int = 256, directMapper: DirectMapper? = nil
+    ) throws(ImportError) {
         self.file = path
+        self.directMapper = directMapper
         self.frames = FramedInput(file: path, input: try FileInput(path: path), splitter: JSONDocumentSplitter())
         self.decoder = decoder
         self.parser = JSONParser(maximumDepth: maximumDepth)
@@ -43,15 +49,29 @@ public struct MongoExportReader {
         return try document(frame)
     }
 
+    private func parse(_ frame: JSONDocumentSplitter.Frame) throws(ImportError) -> JSONValue {
+        do {
+            return try parser.parse(frame.bytes)
+        } catch {
+            throw ImportError(
+                error.reason == .tooDeep ? .tooDeep : .malformedJSON,
+                "not valid JSON: \(error.reason.rawValue) at byte \(error.offset) of the document")
+        }
+    }
+
     private mutating func document(_ frame: JSONDocumentSplitter.Frame) throws(ImportError) -> SourceDocument {
         do throws(ImportError) {
-            let json: JSONValue
-            do {
-                json = try parser.parse(frame.bytes)
-            } catch {
-                throw ImportError(
-                    error.reason == .tooDeep ? .tooDeep : .malformedJSON,
-                    "not valid JSON: \(error.reason.rawValue) at byte \(error.offset) of the document")
+            var json = try parse(frame)
+            if let directMapper {
+                if let mapped = directMapper.map(consume json, decoder: decoder) {
+                    self.forms.formUnion(mapped.forms)
+                    return SourceDocument(
+                        document: mapped.document, mapped: mapped.body, file: file, number: frame.number, byteOffset: frame.byteOffset,
+                        line: frame.line)
+                }
+                // The mapper took the parsed object (to change it in place): parsed again for
+                // the way through the BSON document, which few documents take.
+                json = try parse(frame)
             }
             let (document, forms) = try decoder.decode(json)
             self.forms.formUnion(forms)

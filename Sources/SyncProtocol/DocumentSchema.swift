@@ -145,6 +145,11 @@ public struct DocumentSchema: Sendable, Hashable {
             try check(value, as: inner, at: path, in: collection)
         case .string(let minimum, let maximum):
             guard let text = value.stringValue else { throw refusal(collection, path, "is a string") }
+            // A string holds no more characters than UTF-8 bytes, and a non-empty one at least
+            // one: most strings are within the bounds without counting their characters (which
+            // walks their grapheme breaks).
+            let bytes = text.utf8.count
+            if bytes <= maximum, minimum <= min(bytes, 1) { return }
             let count = text.count
             guard count <= maximum else { throw refusal(collection, path, "has at most \(maximum) characters", limit: maximum) }
             guard count >= minimum else { throw refusal(collection, path, "has at least \(minimum) characters", limit: minimum) }

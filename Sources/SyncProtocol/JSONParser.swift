@@ -73,6 +73,9 @@ private struct Reader {
     let bytes: UnsafeRawBufferPointer
     let maximumDepth: Int
     var index = 0
+    /// The fields of the objects being parsed, innermost last: an object's dictionary is made
+    /// once its fields are known, at its size, rather than grown (and rehashed) field by field.
+    var pendingFields: [(key: String, value: JSONValue)] = []
 
     init(bytes: UnsafeRawBufferPointer, maximumDepth: Int) {
         self.bytes = bytes
@@ -126,12 +129,12 @@ private struct Reader {
     mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
         guard depth <= maximumDepth else { throw error(.tooDeep) }
         index += 1
-        var fields: [String: JSONValue] = [:]
         skipWhitespace()
         if try peek() == UInt8(ascii: "}") {
             index += 1
-            return .object(fields)
+            return .object([:])
         }
+        let start = pendingFields.count
         while true {
             skipWhitespace()
             guard try peek() == UInt8(ascii: "\"") else { throw error(.unexpectedCharacter) }
@@ -140,11 +143,18 @@ private struct Reader {
             guard try peek() == UInt8(ascii: ":") else { throw error(.unexpectedCharacter) }
             index += 1
             skipWhitespace()
-            fields[key] = try parseValue(depth: depth)
+            let value = try parseValue(depth: depth)
+            pendingFields.append((key, value))
             skipWhitespace()
             switch try peek() {
             case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "}"): index += 1; return .object(fields)
+            case UInt8(ascii: "}"):
+                index += 1
+                // A repeated key keeps its last value, as assigning them in order does.
+                var fields = [String: JSONValue](minimumCapacity: pendingFields.count - start)
+                for field in pendingFields[start...] { fields[field.key] = field.value }
+                pendingFields.removeSubrange(start...)
+                return .object(fields)
             default: throw error(.unexpectedCharacter)
             }
         }

@@ -36,6 +36,7 @@ public struct OperationApplier: Sendable {
         _ operations: [SyncOperation], to current: [ObjectKey: DocumentState], encoding: Bool = true
     ) throws(SyncError) -> [ObjectChange] {
         try limits.check(operationCount: operations.count)
+        if operations.count == 1 { return try applyOne(operations[0], to: current, encoding: encoding) }
         var working: [ObjectKey: DocumentState] = [:]
         var deletedHere: Set<ObjectKey> = []
         var replaced: Set<ObjectKey> = []
@@ -61,6 +62,24 @@ public struct OperationApplier: Sendable {
             changes.append(ObjectChange(key: key, before: before, after: after, encodedBody: encoded, replaced: replaced.contains(key)))
         }
         return changes.sorted { $0.key < $1.key }
+    }
+
+    /// ``apply(_:to:encoding:)`` of a list of one operation (most uploads, and every document of
+    /// an import): the same change, without the working dictionaries and sets of a list.
+    private func applyOne(
+        _ operation: SyncOperation, to current: [ObjectKey: DocumentState], encoding: Bool
+    ) throws(SyncError) -> [ObjectChange] {
+        let key = operation.key
+        let before = current[key] ?? .absent
+        guard let after = try apply(operation, to: before), before != after else { return [] }
+        if case .deleted = after, case .absent = before { return [] }
+        let encoded = encoding ? try after.body.map { body throws(SyncError) in try limits.encode(body: body, of: key) } : nil
+        let replaced: Bool
+        switch (operation, before) {
+        case (.put, .live): replaced = true
+        default: replaced = false
+        }
+        return [ObjectChange(key: key, before: before, after: after, encodedBody: encoded, replaced: replaced)]
     }
 
     /// The state after one operation, or `nil` when the operation is dropped.

@@ -95,6 +95,14 @@ struct ImportPlanningTests {
         #expect(report.otherPartitions.imported == 1)
         #expect(report.refusals == [refusal])
         #expect(report.refusalsNotListed == 1)
+        // Documents counted together count as each counted alone.
+        var together = ImportReport(partitionLimit: 1)
+        var alone = ImportReport(partitionLimit: 1)
+        together.record(.imported, collection: "A", partition: "p=1", count: 3)
+        together.record(.unchanged, collection: "A", partition: "p=2", count: 2)
+        for _ in 0..<3 { alone.record(.imported, collection: "A", partition: "p=1") }
+        for _ in 0..<2 { alone.record(.unchanged, collection: "A", partition: "p=2") }
+        #expect(together == alone)
         #expect(refusal.description == "refused [validation_failed] B.json: document 4 (_id \"b\"): field text: no")
         #expect(report.json["refusals"]?.arrayValue?.first?["field"] == "text")
     }

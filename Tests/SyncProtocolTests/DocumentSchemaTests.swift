@@ -101,4 +101,13 @@ struct DocumentSchemaTests {
         #expect(throws: SyncError.self) { try small.check(["a": "b"], encodedSize: 21) }
         #expect(throws: Never.self) { try small.check(["a": .string(String(repeating: "x", count: 30))], encodedSize: 20) }
     }
+
+    @Test("a string's bounds count characters, not bytes", arguments: [
+        ("ééé", true), ("éééé", false), ("é", false), ("\r\n", false), ("\r\na", true), ("abc", true), ("", false), ("👍🏽👍🏽👍🏽", true),
+    ])
+    func stringBoundsInCharacters(text: String, accepted: Bool) {
+        let schema = DocumentSchema(
+            collection: "note", maximumBodyBytes: 2_000, fields: [.init("t", .string(minimumLength: 2, maximumLength: 3))])
+        #expect((Self.refusedField(["t": .string(text)], schema) == nil) == accepted)
+    }
 }

@@ -148,4 +148,18 @@ struct JSONParserTests {
             #expect(try JSONParser().parse(expected) == .string(input))
         }
     }
+
+    @Test("objects nested in objects and arrays keep their own fields, and a repeated key its last value")
+    func nestedObjectsAndRepeatedKeys() throws {
+        let parsed = try parser.parse(#"{"a": {"b": 1, "c": {"d": [{"e": 1, "e": 2}, {}, {"f": {"g": null}}]}, "b": 3}, "h": 4, "a2": {}, "h": 5}"#)
+        let expected: JSONValue = [
+            "a": ["c": ["d": [["e": 2], [:], ["f": ["g": nil]]]], "b": 3],
+            "h": 5,
+            "a2": [:],
+        ]
+        #expect(parsed == expected)
+        // After a refused document, the next one parses from nothing held over.
+        #expect(throws: JSONParseError.self) { try parser.parse(#"{"x": {"y": 1, "z": ]}"#) }
+        #expect(try parser.parse(#"{"k": {"v": 1}}"#) == ["k": ["v": 1]])
+    }
 }

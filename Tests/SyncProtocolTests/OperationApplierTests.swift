@@ -190,4 +190,24 @@ struct OperationApplierTests {
         #expect(errorCode { try applier.apply([.put(key, body: ["a": "x\u{0}y"])], to: [:]) } == .invalidOperation)
         #expect(errorCode { try applier.apply([.put(key, body: ["a\u{0}": 1])], to: [:]) } == .invalidOperation)
     }
+
+    @Test("one operation alone gives the change it gives in a list beside an operation on another object, whatever the state")
+    func oneOperationAsInAList() throws {
+        let other = try ObjectKey(collection: "User", id: "u2")
+        let states: [DocumentState] = [.absent, .deleted, .live(base), .live(["_id": "u1", "partition": "user=u1", "n": 1])]
+        let operations: [SyncOperation] = [
+            .put(key, body: ["a": 1]), .put(key, body: base), .delete(key), .set(key, path: path("n"), value: 2),
+            .unset(key, path: path("n")), .increment(key, path: path("n"), by: 1),
+        ]
+        for state in states {
+            let current: [ObjectKey: DocumentState] = state == .absent ? [:] : [key: state]
+            for operation in operations {
+                let alone = Result { () throws(SyncError) in try applier.apply([operation], to: current) }
+                let listed = Result { () throws(SyncError) in
+                    try applier.apply([operation, .put(other, body: ["b": 1])], to: current).filter { $0.key == key }
+                }
+                #expect(alone == listed, "\(operation) on \(state)")
+            }
+        }
+    }
 }

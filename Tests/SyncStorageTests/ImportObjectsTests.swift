@@ -44,13 +44,17 @@ struct ImportObjectsTests {
             // == "e" }`, which then said true for d: two closures of one function, one in a
             // macro's expansion, apparently given one symbol.)
             let sawOnlyAbsent = Locked(true)
-            let third = try await store.importObjects(Self.puts(room, [("d", 4), ("e", 5)]), validate: { changes, _ in
+            let partitionsSeen = Locked<[Partition]>([])
+            let third = try await store.importObjects(Self.puts(room, [("d", 4), ("e", 5)]), validate: { changes, partition, _ in
+                partitionsSeen.withLock { $0.append(partition) }
                 let absent = changes.allSatisfy { $0.before == .absent }
                 let isE = changes.contains { $0.key.id == "e" }
                 if !absent { sawOnlyAbsent.withLock { $0 = false } }
                 if isE { throw SyncError(.validationFailed, "not e") }
             }, commit: true)
             #expect(sawOnlyAbsent.withLock { $0 })
+            // Each upload's validator is given its partition (both attempts of the batch).
+            #expect(!partitionsSeen.withLock { $0 }.isEmpty && partitionsSeen.withLock { $0 }.allSatisfy { $0 == room })
             #expect(third == [.imported, .refused(SyncError(.validationFailed, "not e"))])
             #expect(store.importBatchPaths == (new: 2, again: 1))
             #expect(try await store.body(of: key("Doc", "e")) == nil)

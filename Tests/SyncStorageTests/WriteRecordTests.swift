@@ -102,6 +102,22 @@ struct WriteRecordTests {
         #expect(record.changes.count == 3)
     }
 
+    @Test("staged changes written are taken in as changes once, known and touched as their staging left them")
+    func stagedWritten() {
+        var record = WriteRecord(author: "alice", depth: 0)
+        record.versions[Self.room] = 5
+        record.stage([Self.change("a", 1), Self.change("b", 2)], in: Self.room)
+        var again = record
+        record.wrote(record.staged, labelled: nil, staged: true)
+        again.wrote(again.staged, labelled: nil)
+        #expect(record.changes.map(\.change) == again.changes.map(\.change))
+        #expect(record.events.count == again.events.count)
+        #expect(record.known.mapValues { String(reflecting: $0) } == again.known.mapValues { String(reflecting: $0) })
+        #expect(record.touched.mapValues { String(reflecting: $0) } == again.touched.mapValues { String(reflecting: $0) })
+        // Each key once in the touch log: its state did not change between staging and writing.
+        #expect(record.touchLog == [key("Doc", "a"), key("Doc", "b")])
+    }
+
     @Test("the modes: only a deferring transaction defers encoding")
     func modes() {
         #expect(!WriteMode.immediate.defersWrites)

@@ -18,6 +18,10 @@ extension ObjectStore {
     /// new objects without reading their keys, and how many were written (again) reading every key.
     package var importBatchPaths: (new: Int, again: Int) { importPaths.withLock { $0 } }
 
+    /// Validates the changes of one upload of an import, in its partition (given, so a batch's
+    /// caller keeps no table of each key's partition); throwing refuses the upload.
+    package typealias ImportValidator = @Sendable (_ changes: [ObjectChange], _ partition: Partition, _ transaction: WriteTransaction) async throws -> Void
+
     /// The code of the refusal of an object whose id is stored already with another body, or
     /// was deleted: the stored state is kept.
     package static let importConflict = SyncError.Code("exists")
@@ -31,10 +35,10 @@ extension ObjectStore {
     /// transaction is rolled back: the outcomes are what a commit would have written, the
     /// `provisionalBlobs` (a dry run's, whose bytes are not stored) counting as stored.
     package func importObjects(
-        _ uploads: [Upload], validate: Validator?, commit: Bool, provisionalBlobs: [BlobReference] = []
+        _ uploads: [Upload], validate: ImportValidator?, commit: Bool, provisionalBlobs: [BlobReference] = []
     ) async throws -> [ImportOutcome] {
         guard !uploads.isEmpty else { return [] }
-        let guarded: Validator = { changes, transaction in
+        let guarded: ImportValidator = { changes, partition, transaction in
             for change in changes {
                 switch change.before {
                 case .absent: break
@@ -44,7 +48,11 @@ extension ObjectStore {
                     throw SyncError(Self.importConflict, "\(change.key) was deleted since it was stored; it stays deleted")
                 }
             }
-            try await validate?(changes, transaction)
+            try await validate?(changes, partition, transaction)
+        }
+        let validators: [WriteTransaction.Check?] = uploads.map { upload in
+            let partition = upload.partition
+            return { changes, transaction in try await guarded(changes, partition, transaction) }
         }
         // Neither sorted nor made unique here: the lock sorts the partitions it takes, and the
         // read the keys it has not read (sorting a batch's keys and partitions once more took
@@ -63,7 +71,7 @@ extension ObjectStore {
                     transaction.defersWrites = true
                     try await transaction.lockAndLoad(partitions, [], lockTimeout: configuration.lockPatience)
                     transaction.assumeNew(keys)
-                    return Self.outcomes(try await transaction.stage(uploads.map { (upload: $0, validate: Optional(guarded)) }))
+                    return Self.outcomes(try await transaction.stage(uploads, validators: validators))
                 }
                 importPaths.withLock { $0.new += 1 }
                 return outcomes
@@ -92,7 +100,7 @@ extension ObjectStore {
                         """, logger: logger)
                 }
                 try await transaction.lockAndLoad(partitions, keys, lockTimeout: configuration.lockPatience)
-                let outcomes = Self.outcomes(try await transaction.stage(uploads.map { (upload: $0, validate: Optional(guarded)) }))
+                let outcomes = Self.outcomes(try await transaction.stage(uploads, validators: validators))
                 guard commit else { throw ImportRolledBack(outcomes: outcomes) }
                 return outcomes
             }

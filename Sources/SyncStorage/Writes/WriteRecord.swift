@@ -193,13 +193,18 @@ struct WriteRecord {
     }
 
     /// Takes written changes into the record: what is known and touched, the changes, and
-    /// an event for each (with `events`).
-    mutating func wrote(_ every: [Write], labelled label: ChangeEvent.Operation?, events makesEvents: Bool = true) {
+    /// an event for each (with `events`). Changes `staged` by ``stage(_:in:)`` are known and
+    /// touched already, as they are now: only their changes and events are taken (an import
+    /// batch's 500 objects were hashed into both dictionaries a second time).
+    mutating func wrote(_ every: [Write], labelled label: ChangeEvent.Operation?, events makesEvents: Bool = true, staged: Bool = false) {
+        changes.reserveCapacity(changes.count + every.count)
         for write in every {
             let (partition, version, change) = (write.partition, write.version, write.change)
-            known[change.key] = (partition.description, change.after)
-            touched[change.key] = (partition, version, change.after)
-            touchLog.append(change.key)
+            if !staged {
+                known[change.key] = (partition.description, change.after)
+                touched[change.key] = (partition, version, change.after)
+                touchLog.append(change.key)
+            }
             changes.append((partition, version, change))
             if makesEvents && !write.silent {
                 events.append(PendingEvent(change: change, partition: partition, version: version, author: write.author, depth: write.depth, labelled: label))

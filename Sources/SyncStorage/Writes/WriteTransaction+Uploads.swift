@@ -19,7 +19,7 @@ extension WriteTransaction {
     /// ``stage(_:answered:)``, with `validators[i]` checking the i-th upload.
     func stage(_ uploads: [Upload], validators: [Check?], answered: Set<RequestKey> = []) async throws -> [UploadStep] {
         // Known already when the partitions were locked with these keys (no round trip then).
-        _ = try await load(OperationApplier.keys(of: uploads.flatMap(\.operations)))
+        try await readUnknown(uploads.flatMap { $0.operations.map(\.key) })
         var planner = UploadPlanner(uploads: uploads, answered: answered, limits: store.limits)
         while true {
             switch planner.next(&record) {

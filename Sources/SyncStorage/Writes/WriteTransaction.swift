@@ -125,7 +125,11 @@ package final class WriteTransaction {
     /// Their partitions must be locked.
     func assumeNew(_ keys: [ObjectKey]) {
         record.insertsOnly = true
+        // Each key is staged and touched once: the record's tables made at their size at once.
         record.known.reserveCapacity(record.known.count + keys.count)
+        record.touched.reserveCapacity(record.touched.count + keys.count)
+        record.touchLog.reserveCapacity(record.touchLog.count + keys.count)
+        record.staged.reserveCapacity(record.staged.count + keys.count)
         for key in keys { record.known[key] = .some(nil) }
     }
 
@@ -146,6 +150,17 @@ package final class WriteTransaction {
             result[key] = entry
         }
         return result
+    }
+
+    /// Reads the keys of `keys` this transaction does not know yet (as ``load(_:)``, without
+    /// gathering the states: a batch of an import, whose keys are all known, costs a lookup
+    /// each, not a sort of its keys and a dictionary of their states).
+    func readUnknown(_ keys: [ObjectKey]) async throws {
+        var missing: [ObjectKey] = []
+        var seen: Set<ObjectKey> = []
+        for key in keys where record.known[key] == nil && seen.insert(key).inserted { missing.append(key) }
+        guard !missing.isEmpty else { return }
+        _ = try await read(missing)
     }
 
     private func read(_ keys: [ObjectKey]) async throws -> [ObjectKey: (partition: String, state: DocumentState)] {
@@ -399,7 +414,8 @@ package final class WriteTransaction {
     package func writeStaged() async throws {
         let pending = record.staged
         record.staged = []
-        try await write(pending)
+        guard !pending.isEmpty else { return }
+        if let conflict = try await persist(pending, finishing: false, staged: true) { throw conflict.error }
     }
 
     /// Finishes the transaction's work before COMMIT, in one statement: writes what is
@@ -409,7 +425,7 @@ package final class WriteTransaction {
     func finish() async throws -> WriteConflict? {
         let pending = record.staged
         record.staged = []
-        guard let conflict = try await persist(pending, finishing: true) else {
+        guard let conflict = try await persist(pending, finishing: true, staged: true) else {
             try await stampEarlyEvents()
             return nil
         }
@@ -430,15 +446,15 @@ package final class WriteTransaction {
     /// Writes changes now; their events are recorded at commit.
     private func write(_ every: [Write]) async throws {
         guard !every.isEmpty else { return }
-        if let conflict = try await persist(every, finishing: false) { throw conflict.error }
+        if let conflict = try await persist(every, finishing: false, staged: false) { throw conflict.error }
     }
 
     /// Writes changes in one statement (`psync_write`, migration 0006). With `finishing`, the
     /// same statement also stores the queued outcomes, stamps the clock of every partition the
     /// transaction changed, and records the events the store's ``EventInterest`` wants.
     /// Returns what kept it from writing everything, if anything.
-    private func persist(_ every: [Write], finishing: Bool) async throws -> WriteConflict? {
-        let (statement, rowCount) = try writeStatement(every, finishing: finishing)
+    private func persist(_ every: [Write], finishing: Bool, staged: Bool) async throws -> WriteConflict? {
+        let (statement, rowCount) = try writeStatement(every, finishing: finishing, staged: staged)
         guard rowCount > 0 || !statement.requestIDs.isEmpty || !statement.stamp.isEmpty || !statement.kinds.isEmpty else {
             return nil
         }
@@ -472,8 +488,9 @@ package final class WriteTransaction {
     /// its state: one statement cannot update a row twice), every change with its event. With
     /// `finishing`, also the queued outcomes, the clock stamp and those of all the
     /// transaction's events the store's ``EventInterest`` wants. Returns the statement and how
-    /// many object rows it writes.
-    func writeStatement(_ every: [Write], finishing: Bool) throws -> (statement: WriteStatements.Write, rows: Int) {
+    /// many object rows it writes. `staged`: the changes come from ``WriteRecord/staged``, and
+    /// the record knows them already (``WriteRecord/wrote(_:labelled:events:staged:)``).
+    func writeStatement(_ every: [Write], finishing: Bool, staged: Bool = false) throws -> (statement: WriteStatements.Write, rows: Int) {
         var last: [ObjectKey: Int] = [:]
         for (index, entry) in every.enumerated() { last[entry.change.key] = index }
         var every = every
@@ -485,7 +502,7 @@ package final class WriteTransaction {
         }
         let rows = every.indices.filter { last[every[$0].change.key] == $0 }.map { every[$0] }
         let interest = store.eventInterest
-        record.wrote(every, labelled: store.objectEventLabel, events: !interest.recordsNothing)
+        record.wrote(every, labelled: store.objectEventLabel, events: !interest.recordsNothing, staged: staged)
         let (events, clocks) = (record.events, record.clocks)
         let recorded = !finishing ? [] : record.screenedEvents + (interest.recordsAll ? events : events.filter { interest.wants($0.event) })
         let queued = finishing ? record.outcomes : []
