@@ -137,7 +137,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("upload-transactions"), help: "Upload transactions run at once; uploads arriving meanwhile share the next commit (env PSYNC_UPLOAD_TRANSACTIONS).")
     var uploadTransactions: Int = ProcessInfo.processInfo.environment["PSYNC_UPLOAD_TRANSACTIONS"].flatMap(Int.init) ?? 2
 
-    @Option(name: .customLong("trigger-timeout"), help: "Seconds one step of a trigger (a handling transaction, a lease renewal, a read) may take before it is abandoned and retried (env PSYNC_TRIGGER_TIMEOUT).")
+    @Option(name: .customLong("trigger-timeout"), help: "Seconds one step of a trigger (a handling transaction, a lease renewal, a read) may take before it is abandoned and retried; a handler committing parts of its work gets the whole timeout again at each part (env PSYNC_TRIGGER_TIMEOUT).")
     var triggerTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_TIMEOUT"].flatMap(Int.init) ?? 60
 
     @Option(name: .customLong("trigger-run-events"), help: "Events a trigger with a run handler reads at once and handles in one transaction, at most (env PSYNC_TRIGGER_RUN_EVENTS).")
@@ -145,6 +145,9 @@ struct Serve: AsyncParsableCommand {
 
     @Option(name: .customLong("trigger-run-bytes"), help: "Bytes of events (before and after images as JSON text) a trigger's read takes at most, one event at least (env PSYNC_TRIGGER_RUN_BYTES).")
     var triggerRunBytes: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_RUN_BYTES"].flatMap(Int.init) ?? 8 << 20
+
+    @Option(name: .customLong("trigger-part-bytes"), help: "Bytes of objects a trigger handler's applyInParts writes before it commits its work so far and goes on in a new transaction (env PSYNC_TRIGGER_PART_BYTES).")
+    var triggerPartBytes: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_PART_BYTES"].flatMap(Int.init) ?? 8 << 20
 
     @Option(name: .customLong("trigger-max-lag"), help: "Events a trigger may be behind before /health/triggers reports it (env PSYNC_TRIGGER_MAX_LAG).")
     var triggerMaxLag: Int64 = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_MAX_LAG"].flatMap(Int64.init) ?? 10_000
@@ -268,6 +271,7 @@ struct Serve: AsyncParsableCommand {
         configuration.triggers.maximumLag = triggerMaxLag
         configuration.triggers.eventsPerRun = min(max(1, triggerRunEvents), 100_000)
         configuration.triggers.runBytes = max(1, triggerRunBytes)
+        configuration.triggers.partBytes = max(1, triggerPartBytes)
         configuration.stopTimeout = .seconds(max(1, stopTimeout))
         configuration.blobs.maximumBytes = max(0, blobMaxBytes)
         configuration.blobs.quotaBytes = max(0, blobQuotaBytes)

@@ -22,6 +22,9 @@ package struct TriggerConfiguration: Sendable {
     /// The bytes of events one read takes at most (one event at least), their before and after
     /// images as JSON text: a run's, and an event handler's batch (``batchSize``). Default 8 MiB.
     package var runBytes: Int = 8 << 20
+    /// Bytes of objects a handler's ``TriggerContext/applyInParts(_:)`` writes before it
+    /// commits the handling transaction's work so far and goes on in a new one. Default 8 MiB.
+    package var partBytes: Int = 8 << 20
     /// Events an ordered trigger handles in one transaction, in order, with one commit for all
     /// (a failure rolls the transaction back and the events are handled again one by one, each
     /// with its retries). Default 50; 1 commits every event on its own. A trigger with a run

@@ -13,12 +13,14 @@ extension TriggerRunner {
     func handleTogether(_ run: [ChangeEvent], from start: Int64) async throws -> Int {
         let (runtime, trigger, logger) = (self.runtime, self.trigger, runtime.logger(trigger: name))
         let changeBudget = max(1, runtime.configuration.changesPerTransaction)
-        let taken = try await runtime.bounded("handling a run of trigger \(trigger.name)") {
+        let parts = partCommits(from: start)
+        let taken = try await runtime.bounded("handling a run of trigger \(trigger.name)", renewable: { renewal in
             try await runtime.store.withWriteTransaction(author: "trigger:\(trigger.name)") { transaction in
                 // The run's writes are staged and written together at commit: an object that
                 // many events change is written once.
                 transaction.defersWrites = true
                 transaction.defersEncoding = true
+                transaction.partCommits = parts.renewing(renewal)
                 var taken = run.count
                 if let runHandler = trigger.runHandler {
                     let matching = run.filter(trigger.matches)
@@ -50,7 +52,7 @@ extension TriggerRunner {
                 try await runtime.advanceOrLoseLease(trigger.name, to: run[taken - 1].position, from: start, in: transaction)
                 return taken
             }
-        }
+        })
         recordHandled(run.prefix(taken).filter(trigger.matches))
         return taken
     }
@@ -62,13 +64,16 @@ extension TriggerRunner {
         let (runtime, trigger, ledger) = (self.runtime, self.trigger, runtime.ledger)
         var logger = runtime.logger(trigger: name)
         logger[metadataKey: "event"] = "\(event.position)"
-        try await runtime.bounded("handling event \(event.position) of trigger \(trigger.name)") { [logger] in
+        // (A concurrent trigger's part would commit the event's done-marker.)
+        let parts = concurrent ? nil : start.map(partCommits(from:))
+        try await runtime.bounded("handling event \(event.position) of trigger \(trigger.name)", renewable: { [logger] renewal in
             try await runtime.store.withWriteTransaction(author: "trigger:\(trigger.name)", depth: event.depth + 1) { transaction in
                 transaction.defersWrites = true
                 transaction.defersEncoding = true
                 if concurrent {
                     guard try await ledger.markDone(trigger.name, position: event.position, on: transaction.connection) else { return }
                 }
+                transaction.partCommits = parts?.renewing(renewal)
                 #if DEBUG
                 try Failpoint.fail(at: .triggerFails, for: trigger.name, position: event.position)
                 #endif
@@ -78,8 +83,28 @@ extension TriggerRunner {
                 #endif
                 try await runtime.advanceOrLoseLease(trigger.name, to: target, from: start, in: transaction)
             }
-        }
+        })
         recordHandled([event])
+    }
+
+    /// How a handling transaction of an ordered trigger whose position is at `start` commits
+    /// a part (``TriggerContext/applyInParts(_:)``): only while no other instance took the
+    /// lease and the position is still there, the trigger's row locked until the part commits (an
+    /// instance taking the trigger over waits for it, and then reads what it committed). The
+    /// part renews the lease: the runner's loop, busy in the handler, renews it only between
+    /// steps, and a handler committing parts for longer than a lease would lose it.
+    func partCommits(from start: Int64) -> WriteTransaction.PartCommits {
+        let (runtime, name) = (self.runtime, self.name)
+        var part = WriteTransaction.PartCommits(bytes: runtime.configuration.partBytes) { transaction in
+            let (ledger, holder, duration) = (runtime.ledger, runtime.instance, runtime.configuration.leaseDuration)
+            guard try await ledger.renewLease(name, holder: holder, duration: duration, from: start, on: transaction.connection) else {
+                throw TriggerError(.leaseLost, "another instance took the lease, or the position moved, while the handler committed parts of its work")
+            }
+        }
+        #if DEBUG
+        part.committed = { await Failpoint.announceAndStop(at: .triggerPartCommitted, for: name) }
+        #endif
+        return part
     }
 
     /// Records `event` as a dead letter, in a transaction that also records the progress as

@@ -29,6 +29,14 @@ struct TriggerRuntime: Sendable {
         try await withDeadline(configuration.operationTimeout, what(), ticker: ticker, operation)
     }
 
+    /// ``bounded(_:_:)`` for work that renews its deadline as it goes (a handler committing
+    /// parts of its work: each part gives the run its whole timeout again).
+    func bounded<Result: Sendable>(
+        _ what: @autoclosure () -> String, renewable operation: @escaping @Sendable (DeadlineRenewal) async throws -> Result
+    ) async throws -> Result {
+        try await withDeadline(configuration.operationTimeout, what(), ticker: ticker, renewable: operation)
+    }
+
     /// A logger whose entries name `trigger`.
     func logger(trigger: String) -> Logger {
         var logger = self.logger

@@ -1,3 +1,4 @@
+import Locking
 import PartitionSync
 import PostgresNIO
 import SyncProtocol
@@ -85,6 +86,39 @@ struct TriggerTimeTests {
         await clock.sleepers(atLeast: 2)
         #expect(ticker.pendingCount == 1)
         clock.advance(by: .seconds(1))
+        await #expect(throws: DeadlineError.self) { try await step.value }
+    }
+}
+
+/// A renewable deadline (a handler's run committing parts: each part renews it), on the
+/// injected clock.
+@Suite("Renewable deadlines", .timeLimit(.minutes(1)))
+struct RenewableDeadlineTests {
+    @Test("a renewed step is given its whole timeout again from the renewal: alive past its first deadline, abandoned a timeout after the last renewal")
+    func renewed() async throws {
+        let clock = MockClock()
+        let ticker = DeadlineTicker(resolution: .milliseconds(100), time: clock.time)
+        let renewals = Locked<DeadlineRenewal?>(nil)
+        let step = Task {
+            try await withDeadline(.seconds(60), "a run of parts", ticker: ticker, renewable: { renewal in
+                renewals.withLock { $0 = renewal }
+                try await clock.sleep(for: .seconds(3600))
+            })
+        }
+        // The step and the ticker wait; at 50 s the step renews: its deadline is now 110 s.
+        await clock.sleepers(atLeast: 2)
+        clock.advance(by: .seconds(50))
+        await clock.sleepers(atLeast: 2)
+        try #require(renewals.withLock { $0 }).renew()
+        #expect(ticker.pendingCount == 1)
+        // At 100 s, past the first deadline: once the ticker has looked (and slept again, or
+        // stopped with no deadline left), the step still sleeps (a deadline that fired would
+        // have cancelled its sleep at once) and its renewed deadline is pending.
+        let looked = clock.sleepsStarted
+        clock.advance(by: .seconds(50))
+        while clock.sleepsStarted == looked && ticker.pendingCount > 0 { await Task.yield() }
+        #expect(clock.sleeperCount == 2 && ticker.pendingCount == 1, "the step was abandoned at its first deadline")
+        clock.advance(by: .seconds(10))
         await #expect(throws: DeadlineError.self) { try await step.value }
     }
 }

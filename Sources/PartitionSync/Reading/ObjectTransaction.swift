@@ -14,6 +14,10 @@ public protocol ObjectTransaction: ObjectReading {
     /// changes are not handed back (a thousand members' records would all be held at once),
     /// only how many objects changed.
     func apply(_ operations: [Partition: [SyncOperation]]) async throws -> Int
+    /// Applies operations to several partitions as ``apply(_:)`` does, committing the
+    /// transaction in parts as it goes where the transaction may (a trigger's handling
+    /// transaction: ``TriggerContext/applyInParts(_:)``); elsewhere as ``apply(_:)``.
+    func applyInParts(_ operations: [Partition: [SyncOperation]]) async throws -> Int
     /// The live objects the search finds, ordered by key.
     func find(_ search: ObjectSearch) async throws -> [(partition: Partition, object: SyncObject)]
     /// Where the objects the search finds are, without their bodies: for a handler that only
@@ -27,6 +31,11 @@ public protocol ObjectTransaction: ObjectReading {
 }
 
 extension ObjectTransaction {
+    /// A transaction that cannot commit in parts applies the operations in one.
+    public func applyInParts(_ operations: [Partition: [SyncOperation]]) async throws -> Int {
+        try await apply(operations)
+    }
+
     public func keys(_ search: ObjectSearch) async throws -> [(partition: Partition, key: ObjectKey)] {
         try await find(search).map { ($0.partition, $0.object.key) }
     }

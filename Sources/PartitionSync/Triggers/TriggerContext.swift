@@ -71,6 +71,27 @@ public struct TriggerContext: ObjectReading {
         try await transaction.apply(operations)
     }
 
+    /// Applies operations to several partitions as ``apply(_:)-(Dictionary<Partition,[SyncOperation]>)``
+    /// does, and commits the handler's transaction in parts as it goes: each time its
+    /// operations have written the part's bytes of objects (`--trigger-part-bytes`, 8 MiB),
+    /// everything the run's transaction did so far commits, without the trigger's progress,
+    /// and the work goes on in a new transaction. For work too large for one transaction
+    /// (a copy of a 5,000-member room's member list for each member): no transaction holds
+    /// more than a part, each part renews the trigger's lease and gives the run its whole
+    /// timeout again, and what is committed stays when the handler fails.
+    ///
+    /// The handler must be idempotent: after a failure, a timeout or a crash it is run again
+    /// on the same event, with the parts it committed before, and must then leave the state
+    /// it would have left the first time; for instance by reading first what is already done,
+    /// as RChat's invitations skip the invitees whose record lists the room. Other triggers
+    /// see each part's changes as they commit. Reads after a part see every commit since
+    /// (the transaction's locks were let go). In an application's tests (`InMemoryObjects`)
+    /// and outside a trigger's ordered handling, the operations apply in one transaction.
+    @discardableResult
+    public func applyInParts(_ operations: [Partition: [SyncOperation]]) async throws -> Int {
+        try await transaction.applyInParts(operations)
+    }
+
     // MARK: Searching (by declared indexes)
 
     /// Live objects of a collection whose field at `path` is one of `values`

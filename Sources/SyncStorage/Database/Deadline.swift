@@ -37,23 +37,44 @@ package func withDeadline<Result: Sendable>(
     _ timeout: Duration?, _ what: @autoclosure () -> String, ticker: DeadlineTicker = .shared,
     _ operation: @escaping @Sendable () async throws -> Result
 ) async throws -> Result {
+    try await withDeadline(timeout, what(), ticker: ticker, renewable: { _ in try await operation() })
+}
+
+/// ``withDeadline(_:_:ticker:_:)`` for work that proves it is alive as it goes: each
+/// ``DeadlineRenewal/renew()`` gives it `timeout` again from then (a trigger's handler
+/// committing its work in parts: each part renews, so a run of many parts is bounded per
+/// part, not as a whole).
+package func withDeadline<Result: Sendable>(
+    _ timeout: Duration?, _ what: @autoclosure () -> String, ticker: DeadlineTicker = .shared,
+    renewable operation: @escaping @Sendable (DeadlineRenewal) async throws -> Result
+) async throws -> Result {
     let race = DeadlineRace<Result>(ticker: ticker)
     let description = what()
+    let schedule: @Sendable () -> DeadlineTicker.Entry? = {
+        timeout.map { timeout in
+            ticker.schedule(after: timeout) {
+                race.finish(.failure(DeadlineError(description, timeout: timeout)))
+            }
+        }
+    }
+    let renewal = DeadlineRenewal { race.renew(schedule()) }
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Result, any Error>) in
             let work = Task {
-                do { race.finish(.success(try await operation())) } catch { race.finish(.failure(error)) }
+                do { race.finish(.success(try await operation(renewal))) } catch { race.finish(.failure(error)) }
             }
-            let timer = timeout.map { timeout in
-                ticker.schedule(after: timeout) {
-                    race.finish(.failure(DeadlineError(description, timeout: timeout)))
-                }
-            }
-            race.start(continuation, work: work, timer: timer)
+            race.start(continuation, work: work, timer: schedule())
         }
     } onCancel: {
         race.finish(.failure(CancellationError()))
     }
+}
+
+/// Gives the work of ``withDeadline(_:_:ticker:renewable:)`` its whole timeout again.
+package struct DeadlineRenewal: Sendable {
+    fileprivate let renewing: @Sendable () -> Void
+
+    package func renew() { renewing() }
 }
 
 /// The first of the operation, the deadline and a cancellation to finish resumes the waiter;
@@ -76,20 +97,34 @@ private final class DeadlineRace<Result: Sendable>: Sendable {
     }
 
     func start(_ continuation: CheckedContinuation<Result, any Error>, work: Task<Void, Never>, timer: DeadlineTicker.Entry?) {
-        let early = state.withLock { state -> Swift.Result<Result, any Error>? in
+        let (early, stale) = state.withLock { state -> (Swift.Result<Result, any Error>?, [DeadlineTicker.Entry?]) in
             if state.done {
-                return state.early
+                defer { state.timer = nil }
+                return (state.early, [timer, state.timer])
             }
             state.continuation = continuation
             state.work = work
+            // The work renewed its deadline before it was started: the renewed one stands.
+            guard state.timer == nil else { return (nil, [timer]) }
             state.timer = timer
-            return nil
+            return (nil, [])
         }
+        for case let entry? in stale { ticker.cancel(entry) }
         if let early {
             work.cancel()
-            if let timer { ticker.cancel(timer) }
             continuation.resume(with: early)
         }
+    }
+
+    /// Puts `timer` in place of the deadline (``DeadlineRenewal``); forgets it if the race is over.
+    func renew(_ timer: DeadlineTicker.Entry?) {
+        guard let timer else { return }
+        let stale = state.withLock { state -> DeadlineTicker.Entry? in
+            guard !state.done else { return timer }
+            defer { state.timer = timer }
+            return state.timer
+        }
+        if let stale { ticker.cancel(stale) }
     }
 
     func finish(_ result: Swift.Result<Result, any Error>) {

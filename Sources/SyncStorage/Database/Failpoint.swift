@@ -12,6 +12,10 @@ import Locking
 ///   any) in this process, its handler done and its progress not yet recorded, prints
 ///   `failpoint trigger-before-commit reached` on standard error and waits a second, so that a
 ///   test can freeze the process (SIGSTOP) there, in the middle of the transaction.
+/// - `trigger-part-committed[:<trigger>]`: the first part a handler of that trigger (or of any)
+///   commits in this process (`applyInParts`) prints `failpoint trigger-part-committed
+///   reached` on standard error once committed, and the handler then stops there for good,
+///   until the test kills the process.
 /// - `trigger-fails:<trigger>`: the handler of that trigger fails, every time it is run by the
 ///   trigger runner, for the first event it is given in this process: the event ends as a dead
 ///   letter. A retry through the admin endpoint runs the handler without it, and succeeds.
@@ -19,6 +23,7 @@ package enum Failpoint: String, Sendable {
     case afterCommitBeforeAck = "after-commit-before-ack"
     case triggerBeforeCommit = "trigger-before-commit"
     case triggerFails = "trigger-fails"
+    case triggerPartCommitted = "trigger-part-committed"
 
     #if DEBUG
     private static let armed: (point: Failpoint, argument: String?)? = {
@@ -43,6 +48,16 @@ package enum Failpoint: String, Sendable {
         #if DEBUG
         guard isArmed(point, for: argument) else { return }
         while true { try? await Task.sleep(for: .seconds(3600)) }
+        #endif
+    }
+
+    /// Says it reached here on standard error, and stops here for good, when this failpoint
+    /// is armed for `argument`.
+    package static func announceAndStop(at point: Failpoint, for argument: String) async {
+        #if DEBUG
+        guard isArmed(point, for: argument) else { return }
+        FileHandle.standardError.write(Data("failpoint \(point.rawValue) reached\n".utf8))
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
         #endif
     }
 

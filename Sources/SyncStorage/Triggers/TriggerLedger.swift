@@ -145,6 +145,30 @@ package struct TriggerLedger: Sendable {
         return false
     }
 
+    /// Renews the lease inside the transaction of `connection` (a part of a handler's work
+    /// committing, docs/TRIGGERS.md "Work in parts"), only while it is held and the stored
+    /// position is at most `start`: the trigger's row stays locked until that transaction
+    /// ends. Held means still this instance's: a lease that expired while the handler worked
+    /// (the loop renews only between steps) and that no other instance took is renewed, since
+    /// taking it over sets its holder, under the same row lock. It then lasts `duration` from
+    /// the moment of this statement (`clock_timestamp()`), not from the transaction's start
+    /// (`now()`), which after a long handler's first reads would renew it into the past.
+    /// Returns `false` when another instance holds the lease or the position has moved past
+    /// `start`.
+    package func renewLease(
+        _ name: String, holder: String, duration: Duration, from start: Int64, on connection: PostgresConnection
+    ) async throws -> Bool {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let rows = try await connection.query(
+            """
+            UPDATE psync_triggers SET lease_expires = clock_timestamp() + make_interval(secs => \(seconds)), updated_at = clock_timestamp()
+            WHERE name = \(name) AND lease_holder = \(holder) AND lease_timeline = psync_timeline() AND position <= \(start)
+            RETURNING 1
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
     /// Moves the position forward on its own (past events the trigger does not handle), while
     /// the lease is held. Returns `false` when it is not.
     package func advance(_ name: String, holder: String, to position: Int64) async throws -> Bool {

@@ -24,6 +24,39 @@ package final class WriteTransaction {
     var largestStatement = 0
     /// Bytes of object bodies written so far (``apply(_:)`` sizes its chunks by them).
     private(set) var bodyBytesWritten = 0
+    /// Whether ``applyInParts(_:)`` may commit this transaction before its end, and how: set
+    /// by a trigger runner on its handling transactions. Unset, it applies in this transaction.
+    package var partCommits: PartCommits?
+    /// How many parts ``applyInParts(_:)`` committed so far.
+    package private(set) var partsCommitted = 0
+    /// Savepoints open now (``withSavepoint(_:)``): no part is committed inside one.
+    private var openSavepoints = 0
+
+    /// What a transaction that may commit in parts (``partCommits``) does at each part.
+    package struct PartCommits: Sendable {
+        /// Bytes of bodies a part writes before it is committed.
+        package var bytes: Int
+        /// Runs in the part's transaction before it commits, and throws to keep it from
+        /// committing: the trigger's lease, checked and held until the commit.
+        package var fence: @Sendable (WriteTransaction) async throws -> Void
+        /// Runs after each part's commit (a failpoint of the tests).
+        package var committed: @Sendable () async -> Void = {}
+
+        package init(bytes: Int, fence: @escaping @Sendable (WriteTransaction) async throws -> Void) {
+            self.bytes = bytes
+            self.fence = fence
+        }
+
+        /// These part commits, renewing `renewal` after each (the run's deadline).
+        package func renewing(_ renewal: DeadlineRenewal) -> PartCommits {
+            var part = self
+            part.committed = { [committed] in
+                renewal.renew()
+                await committed()
+            }
+            return part
+        }
+    }
 
     /// Who writes: recorded with the changes written from now on. A transaction applying
     /// several principals' uploads sets it before each.
@@ -292,6 +325,49 @@ package final class WriteTransaction {
         return entries.count
     }
 
+    /// Applies operations to several partitions as ``apply(_:)`` does, a group of whole
+    /// partitions at a time (``ApplyParts``), and, when the transaction may (``partCommits``,
+    /// outside any savepoint), commits it each time its groups have written the part's bytes of
+    /// bodies: everything the transaction did so far commits, its events recorded, and the
+    /// work goes on in a new transaction on the same connection (its locks, reads and record
+    /// start over). For work too large for one transaction whose doer is idempotent: after a
+    /// failure it runs again from the start, with the earlier parts committed. Returns how many
+    /// objects changed.
+    @discardableResult
+    package func applyInParts(_ operations: [Partition: [SyncOperation]]) async throws -> Int {
+        guard let partCommits, openSavepoints == 0 else { return try await apply(operations) }
+        let partitions = operations.keys.sorted()
+        var parts = ApplyParts(budget: partCommits.bytes)
+        var (start, changed) = (0, 0)
+        while start < partitions.count {
+            let group = partitions[start..<start + parts.nextGroup(remaining: partitions.count - start)]
+            start = group.endIndex
+            let before = bodyBytesWritten
+            changed += try await apply(Dictionary(uniqueKeysWithValues: group.map { ($0, operations[$0]!) }))
+            try await writeStaged()
+            if parts.wrote(partitions: group.count, bytes: bodyBytesWritten - before) {
+                try await commitPart(partCommits)
+            }
+        }
+        return changed
+    }
+
+    /// Commits what the transaction did so far (as its end would, after `part`'s fence), tells
+    /// the store's observers, and begins a new transaction on the connection with a new
+    /// record of the same author, depth and mode.
+    private func commitPart(_ part: PartCommits) async throws {
+        try await part.fence(self)
+        if let conflict = try await finish() { throw conflict.error }
+        try await connection.query("COMMIT", logger: logger)
+        store.committed(self)
+        partsCommitted += 1
+        await part.committed()
+        try await connection.query("BEGIN", logger: logger)
+        let mode = record.mode
+        record = WriteRecord(author: author, depth: depth)
+        record.mode = mode
+    }
+
     /// ``apply(_:)`` with every operation applied to the whole bodies.
     private func applyWhole(_ operations: [Partition: [SyncOperation]]) async throws -> Int {
         let partitions = operations.keys.sorted()
@@ -353,6 +429,8 @@ package final class WriteTransaction {
     /// taken inside a savepoint that is rolled back would be released).
     package func withSavepoint<Result>(_ body: () async throws -> Result) async throws -> Result {
         try await writeStaged()
+        openSavepoints += 1
+        defer { openSavepoints -= 1 }
         let savepoint = record.savepoint()
         try await connection.query("SAVEPOINT psync_upload", logger: logger)
         do {

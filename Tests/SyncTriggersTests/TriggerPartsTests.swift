@@ -1,0 +1,109 @@
+import Foundation
+import Locking
+import PartitionSync
+import PostgresNIO
+import SyncProtocol
+import SyncStorage
+import SyncTesting
+import SyncTriggers
+import Testing
+
+/// A handler's work committed in parts (``TriggerContext/applyInParts(_:)``): too large for
+/// one transaction, kept when the handler fails after it, and done once by an idempotent
+/// handler run again.
+@Suite("Trigger work in parts", .timeLimit(.minutes(10)))
+struct TriggerPartsTests {
+    static let members = (0..<30).map { String(format: "m%02d", $0) }
+
+    /// Each member's record, with no marks, in a partition of its own.
+    static func storeMembers(_ store: ObjectStore) async throws {
+        var setup: [Partition: [SyncOperation]] = [:]
+        for id in members { setup[partition("user=\(id)")] = [.put(key("Member", id), body: ["marks": []])] }
+        try await store.withWriteTransaction(author: "setup") { transaction in _ = try await transaction.apply(setup) }
+    }
+
+    @Test("a handler failing after its parts is run again and finds them done: each member marked once (appends, not sets), the run's last writes once, the position past the event")
+    func partsSurviveAFailure() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            try await Self.storeMembers(store)
+            // How many members each run of the handler marked.
+            let marked = Locked<[Int]>([])
+            let trigger = Trigger(name: "invite", collections: ["Room"], operations: [.insert],
+                                  retry: .init(attempts: 4, initialBackoff: .milliseconds(5))) { event, context in
+                // Idempotent as applyInParts asks: the members already marked are passed over.
+                let keys = Self.members.map { key("Member", $0) }
+                let bodies = try await context.bodies(of: keys)
+                var marks: [Partition: [SyncOperation]] = [:]
+                for (id, member) in zip(Self.members, keys) where bodies[member]?["marks"]?.arrayValue?.isEmpty == true {
+                    marks[partition("user=\(id)")] = [.arrayAppend(member, path: path("marks"), value: .string(event.key!.id))]
+                }
+                let run = marked.withLock { $0.append(marks.count); return $0.count }
+                try await context.applyInParts(marks)
+                // Not idempotent: commits once, with the trigger's progress.
+                try await context.apply([.put(key("Tally", "t"), body: [:]), .increment(key("Tally", "t"), path: path("rooms"), by: 1)],
+                                        in: partition("tally=all"))
+                if run == 1 { throw NotYet(message: "failing after the parts") }
+            }
+            var configuration = TestTriggers.fastConfiguration
+            configuration.partBytes = 200
+            let service = TestTriggers.service(store, [trigger], configuration: configuration)
+            try await TestTriggers.running([service]) {
+                try await store.upload(Upload(partition: partition("room=r"), operations: [.put(key("Room", "r1"), body: [:])], principal: "u"))
+                #expect(try await TestTriggers.eventually { try await db.triggersCaughtUp() })
+            }
+            let runs = marked.withLock { $0 }
+            // The first run marked every member, in parts that stayed when it failed: the second
+            // found most of them done (only what followed the last part was rolled back).
+            #expect(runs.count == 2 && runs[0] == Self.members.count && runs[1] < Self.members.count / 2, "members marked by each run: \(runs)")
+            for id in Self.members {
+                #expect(try await store.body(of: key("Member", id))?["marks"] == ["r1"], "\(id)")
+            }
+            #expect(try await store.body(of: key("Tally", "t"))?["rooms"] == 1)
+            #expect(try await TriggerLedger(store: store).deadLetters().isEmpty)
+            // The parts were transactions of their own: the members' rows were written by several.
+            let rows = try await db.client.query(
+                "SELECT count(DISTINCT xmin::text) FROM psync_objects WHERE collection = 'Member'", logger: db.logger)
+            for try await transactions in rows.decode(Int.self) {
+                #expect(transactions > 2)
+            }
+        }
+    }
+
+    @Test("each part renews the trigger's lease: a handler committing parts for longer than a lease keeps it (the runner's loop, busy in the handler, does not renew)")
+    func partsRenewTheLease() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            try await Self.storeMembers(store)
+            // The lease's expiry as the handler starts, and after its parts.
+            let expiries = Locked<[Date]>([])
+            @Sendable func expiry() async throws -> Date {
+                let rows = try await db.client.query("SELECT lease_expires FROM psync_triggers WHERE name = 'invite'", logger: db.logger)
+                for try await expires in rows.decode(Date.self) { return expires }
+                throw NotYet(message: "no lease")
+            }
+            let trigger = Trigger(name: "invite", collections: ["Room"], operations: [.insert]) { event, context in
+                let first = try await expiry()
+                var marks: [Partition: [SyncOperation]] = [:]
+                for id in Self.members {
+                    marks[partition("user=\(id)")] = [.arrayAppend(key("Member", id), path: path("marks"), value: .string(event.key!.id))]
+                }
+                try await context.applyInParts(marks)
+                let after = try await expiry()
+                expiries.withLock { $0 = [first, after] }
+            }
+            var configuration = TestTriggers.fastConfiguration
+            configuration.partBytes = 1
+            let service = TestTriggers.service(store, [trigger], configuration: configuration)
+            try await TestTriggers.running([service]) {
+                try await store.upload(Upload(partition: partition("room=r"), operations: [.put(key("Room", "r1"), body: [:])], principal: "u"))
+                #expect(try await TestTriggers.eventually { try await db.triggersCaughtUp() })
+            }
+            let seen = expiries.withLock { $0 }
+            #expect(seen.count == 2 && seen[1] > seen[0], "the lease's expiry before and after the parts: \(seen)")
+            for id in Self.members {
+                #expect(try await store.body(of: key("Member", id))?["marks"] == ["r1"], "\(id)")
+            }
+        }
+    }
+}
