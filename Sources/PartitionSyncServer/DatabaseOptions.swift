@@ -19,16 +19,24 @@ struct DatabaseOptions: ParsableArguments {
     var dataDirectory: String = ProcessInfo.processInfo.environment["PSYNC_DATA_DIR"] ?? ".psync-data/postgres"
 
     @Option(name: .customLong("max-connections"), help: "Size of the PostgreSQL connection pool (env PSYNC_DB_POOL).")
-    var maximumConnections: Int = ProcessInfo.processInfo.environment["PSYNC_DB_POOL"].flatMap(Int.init) ?? 20
+    var maximumConnections: Int = EnvironmentDefault.value("PSYNC_DB_POOL", default: 20)
 
     @Option(name: .customLong("db-keepalive"), help: "Seconds between checks of an idle pooled connection, 0 for none (env PSYNC_DB_KEEPALIVE).")
-    var keepAliveSeconds: Int = ProcessInfo.processInfo.environment["PSYNC_DB_KEEPALIVE"].flatMap(Int.init) ?? 10
+    var keepAliveSeconds: Int = EnvironmentDefault.value("PSYNC_DB_KEEPALIVE", default: 10)
 
     @Option(name: .customLong("db-statement-bytes"), help: "Bytes of objects and events one write statement carries (a trigger's many-partition apply holds four times this of bodies at a time); a connection that carried four times this is closed after its transaction (env PSYNC_DB_STATEMENT_BYTES).")
-    var statementBytes: Int = ProcessInfo.processInfo.environment["PSYNC_DB_STATEMENT_BYTES"].flatMap(Int.init) ?? 1 << 20
+    var statementBytes: Int = EnvironmentDefault.value("PSYNC_DB_STATEMENT_BYTES", default: 1 << 20)
 
     @Option(name: .customLong("db-counters-per-object"), help: "Raised counters an object keeps beside its body before its body is written whole with them, 0 to write every raise into the body (env PSYNC_DB_COUNTERS_PER_OBJECT).")
-    var countersPerObject: Int = ProcessInfo.processInfo.environment["PSYNC_DB_COUNTERS_PER_OBJECT"].flatMap(Int.init) ?? 32
+    var countersPerObject: Int = EnvironmentDefault.value("PSYNC_DB_COUNTERS_PER_OBJECT", default: 32)
+
+    @Option(name: .customLong("db-connect-timeout"), help: "Seconds a command other than serve (which waits for its database as long as it takes) tries to connect before it gives up, saying why; 0 for one try (env PSYNC_DB_CONNECT_TIMEOUT).")
+    var connectTimeout: Int = EnvironmentDefault.value("PSYNC_DB_CONNECT_TIMEOUT", default: 30)
+
+    func validate() throws {
+        try EnvironmentDefault.check()
+        guard connectTimeout >= 0 else { throw ValidationError("--db-connect-timeout is 0 or more") }
+    }
 
     /// The database URL, starting the embedded PostgreSQL first when no URL is configured.
     func resolve(logger: Logger) async throws -> (url: DatabaseURL, embedded: EmbeddedPostgres?) {
@@ -71,6 +79,12 @@ struct DatabaseOptions: ParsableArguments {
     ) async throws -> Result {
         let (url, embedded) = try await resolve(logger: logger)
         logger.info("database", metadata: ["url": "\(url)"])
+        do {
+            try await DatabaseReachability(url: url, patience: .seconds(connectTimeout)).wait(logger: logger)
+        } catch {
+            try? await embedded?.stop()
+            throw error
+        }
         var configuration = url.clientConfiguration
         configuration.options.maximumConnections = maximumConnections
         // The pool's own chatter (a lease asked for before `run()` has started, say) is not an

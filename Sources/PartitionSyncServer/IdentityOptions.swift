@@ -26,10 +26,12 @@ struct IdentityOptions: ParsableArguments {
     var emailVerification: String? { emailVerificationOption ?? Self.environment["PSYNC_EMAIL_VERIFICATION"].flatMap { $0.isEmpty ? nil : $0 } }
 
     @Option(name: .customLong("verification-code-ttl"), help: "Seconds a verification code works; an account unverified for this long gives its email up (env PSYNC_VERIFICATION_CODE_TTL).")
-    var codeLifetime: Int = Self.environment["PSYNC_VERIFICATION_CODE_TTL"].flatMap(Int.init) ?? 24 * 3600
+    var codeLifetime: Int = EnvironmentDefault.value("PSYNC_VERIFICATION_CODE_TTL", default: 24 * 3600)
 
     @Option(name: .customLong("verification-resend-interval"), help: "Seconds between two codes sent to one account (env PSYNC_VERIFICATION_RESEND_INTERVAL).")
-    var resendInterval: Int = Self.environment["PSYNC_VERIFICATION_RESEND_INTERVAL"].flatMap(Int.init) ?? 60
+    var resendInterval: Int = EnvironmentDefault.value("PSYNC_VERIFICATION_RESEND_INTERVAL", default: 60)
+
+    func validate() throws { try EnvironmentDefault.check() }
 
     @Option(name: .customLong("oidc-issuer"), help: "Issuer of an OpenID Connect provider whose access tokens are accepted (env PSYNC_OIDC_ISSUER).")
     var oidcIssuerOption: String?

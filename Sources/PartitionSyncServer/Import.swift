@@ -44,10 +44,10 @@ struct Import: AsyncParsableCommand {
     var dryRun = false
 
     @Option(name: .customLong("batch-documents"), help: "Documents per transaction (env PSYNC_IMPORT_BATCH_DOCUMENTS).")
-    var batchDocuments: Int = ProcessInfo.processInfo.environment["PSYNC_IMPORT_BATCH_DOCUMENTS"].flatMap(Int.init) ?? 500
+    var batchDocuments: Int = EnvironmentDefault.value("PSYNC_IMPORT_BATCH_DOCUMENTS", default: 500)
 
     @Option(name: .customLong("batch-bytes"), help: "Bytes of source documents per transaction (env PSYNC_IMPORT_BATCH_BYTES).")
-    var batchBytes: Int = ProcessInfo.processInfo.environment["PSYNC_IMPORT_BATCH_BYTES"].flatMap(Int.init) ?? 8 << 20
+    var batchBytes: Int = EnvironmentDefault.value("PSYNC_IMPORT_BATCH_BYTES", default: 8 << 20)
 
     @Option(name: .customLong("window-documents"), help: "Documents read ahead and grouped by partition, so each transaction writes to few partitions (default: 20 batches; the batch size: file order; env PSYNC_IMPORT_WINDOW_DOCUMENTS).")
     var windowDocuments: Int?
@@ -56,10 +56,10 @@ struct Import: AsyncParsableCommand {
     var windowBytes: Int?
 
     @Option(help: "Batches written at the same time, each its own transaction (env PSYNC_IMPORT_WRITERS).")
-    var writers: Int = ProcessInfo.processInfo.environment["PSYNC_IMPORT_WRITERS"].flatMap(Int.init) ?? 2
+    var writers: Int = EnvironmentDefault.value("PSYNC_IMPORT_WRITERS", default: 2)
 
     @Option(name: .customLong("blob-max-bytes"), help: "Largest binary field stored as a blob (env PSYNC_BLOB_MAX_BYTES).")
-    var blobMaxBytes: Int64 = ProcessInfo.processInfo.environment["PSYNC_BLOB_MAX_BYTES"].flatMap(Int64.init) ?? 32 << 20
+    var blobMaxBytes: Int64 = EnvironmentDefault.value("PSYNC_BLOB_MAX_BYTES", default: 32 << 20)
 
     @Option(help: "The service name the import writes as (service:<name>): what the validators see.")
     var principal = "import"
@@ -96,14 +96,14 @@ struct Import: AsyncParsableCommand {
         guard batchDocuments > 0, batchBytes > 0 else { throw ValidationError("batch sizes are positive") }
         guard writers > 0 else { throw ValidationError("--writers is positive") }
         guard (window.documents ?? 1) > 0, (window.bytes ?? 1) > 0 else { throw ValidationError("window sizes are positive") }
+        try EnvironmentDefault.check()
     }
 
     /// The window's sizes: the options, else their environment variables, else the defaults.
     private var window: (documents: Int?, bytes: Int?) {
-        let environment = ProcessInfo.processInfo.environment
-        return (
-            windowDocuments ?? environment["PSYNC_IMPORT_WINDOW_DOCUMENTS"].flatMap(Int.init),
-            windowBytes ?? environment["PSYNC_IMPORT_WINDOW_BYTES"].flatMap(Int.init)
+        (
+            windowDocuments ?? EnvironmentDefault.optional("PSYNC_IMPORT_WINDOW_DOCUMENTS", as: Int.self),
+            windowBytes ?? EnvironmentDefault.optional("PSYNC_IMPORT_WINDOW_BYTES", as: Int.self)
         )
     }
 

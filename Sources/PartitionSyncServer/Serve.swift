@@ -20,7 +20,7 @@ struct Serve: AsyncParsableCommand {
     var host: String = ProcessInfo.processInfo.environment["PSYNC_HOST"] ?? "127.0.0.1"
 
     @Option(help: "Port to listen on; 0 picks a free one (env PSYNC_PORT).")
-    var port: Int = ProcessInfo.processInfo.environment["PSYNC_PORT"].flatMap(Int.init) ?? 8080
+    var port: Int = EnvironmentDefault.value("PSYNC_PORT", default: 8080)
 
     @Option(name: .customLong("jwt-secret"), help: "Secret for signing access tokens, at least 32 bytes of random; make one with `openssl rand -base64 48` (env PSYNC_JWT_SECRET).")
     var jwtSecretOption: String?
@@ -30,44 +30,44 @@ struct Serve: AsyncParsableCommand {
     }
 
     @Option(name: .customLong("access-token-ttl"), help: "Access token lifetime in seconds (env PSYNC_ACCESS_TOKEN_TTL).")
-    var accessTokenTTL: Int = ProcessInfo.processInfo.environment["PSYNC_ACCESS_TOKEN_TTL"].flatMap(Int.init) ?? 900
+    var accessTokenTTL: Int = EnvironmentDefault.value("PSYNC_ACCESS_TOKEN_TTL", default: 900)
 
     @Option(name: .customLong("bcrypt-cost"), help: "bcrypt cost of password hashes (env PSYNC_BCRYPT_COST).")
-    var bcryptCost: UInt8 = ProcessInfo.processInfo.environment["PSYNC_BCRYPT_COST"].flatMap(UInt8.init) ?? 12
+    var bcryptCost: UInt8 = EnvironmentDefault.value("PSYNC_BCRYPT_COST", default: 12)
 
     @Option(name: .customLong("refresh-grace"), help: "Seconds a used refresh token still answers, for a client whose answer was lost (env PSYNC_REFRESH_GRACE).")
-    var refreshGrace: Int = ProcessInfo.processInfo.environment["PSYNC_REFRESH_GRACE"].flatMap(Int.init) ?? 10
+    var refreshGrace: Int = EnvironmentDefault.value("PSYNC_REFRESH_GRACE", default: 10)
 
     @Option(name: .customLong("registrations-per-address"), help: "Registrations allowed per client address per registration window (env PSYNC_REGISTRATIONS_PER_ADDRESS).")
-    var registrationsPerAddress: Int = ProcessInfo.processInfo.environment["PSYNC_REGISTRATIONS_PER_ADDRESS"].flatMap(Int.init) ?? 10
+    var registrationsPerAddress: Int = EnvironmentDefault.value("PSYNC_REGISTRATIONS_PER_ADDRESS", default: 10)
 
     @Option(name: .customLong("registration-window"), help: "Seconds of the registration limit's window (env PSYNC_REGISTRATION_WINDOW).")
-    var registrationWindow: Int = ProcessInfo.processInfo.environment["PSYNC_REGISTRATION_WINDOW"].flatMap(Int.init) ?? 3600
+    var registrationWindow: Int = EnvironmentDefault.value("PSYNC_REGISTRATION_WINDOW", default: 3600)
 
     @Option(name: .customLong("failures-per-account-address"), help: "Failed logins of one account from one address per window (env PSYNC_FAILURES_PER_ACCOUNT_ADDRESS).")
-    var failuresPerAccountAddress: Int = ProcessInfo.processInfo.environment["PSYNC_FAILURES_PER_ACCOUNT_ADDRESS"].flatMap(Int.init) ?? 10
+    var failuresPerAccountAddress: Int = EnvironmentDefault.value("PSYNC_FAILURES_PER_ACCOUNT_ADDRESS", default: 10)
 
     @Option(name: .customLong("failures-per-address"), help: "Failed logins from one address per window (env PSYNC_FAILURES_PER_ADDRESS).")
-    var failuresPerAddress: Int = ProcessInfo.processInfo.environment["PSYNC_FAILURES_PER_ADDRESS"].flatMap(Int.init) ?? 50
+    var failuresPerAddress: Int = EnvironmentDefault.value("PSYNC_FAILURES_PER_ADDRESS", default: 50)
 
     @Option(name: .customLong("failures-per-account"), help: "Failed logins of one account per window before its logins slow to one per backoff (env PSYNC_FAILURES_PER_ACCOUNT).")
-    var failuresPerAccount: Int = ProcessInfo.processInfo.environment["PSYNC_FAILURES_PER_ACCOUNT"].flatMap(Int.init) ?? 100
+    var failuresPerAccount: Int = EnvironmentDefault.value("PSYNC_FAILURES_PER_ACCOUNT", default: 100)
 
     @Option(name: .customLong("account-backoff-ms"), help: "Milliseconds between an account's logins once it is over its failure limit (env PSYNC_ACCOUNT_BACKOFF_MS).")
-    var accountBackoffMilliseconds: Int = ProcessInfo.processInfo.environment["PSYNC_ACCOUNT_BACKOFF_MS"].flatMap(Int.init) ?? 1000
+    var accountBackoffMilliseconds: Int = EnvironmentDefault.value("PSYNC_ACCOUNT_BACKOFF_MS", default: 1000)
 
     @Option(name: .customLong("failure-window"), help: "Seconds of the failed-login limits' window (env PSYNC_FAILURE_WINDOW).")
-    var failureWindow: Int = ProcessInfo.processInfo.environment["PSYNC_FAILURE_WINDOW"].flatMap(Int.init) ?? 900
+    var failureWindow: Int = EnvironmentDefault.value("PSYNC_FAILURE_WINDOW", default: 900)
 
     @Option(name: .customLong("password-hash-concurrency"), help: "bcrypt runs at once; default the number of cores (env PSYNC_PASSWORD_HASH_CONCURRENCY).")
     var passwordHashConcurrencyOption: Int?
 
     var passwordHashConcurrency: Int? {
-        passwordHashConcurrencyOption ?? ProcessInfo.processInfo.environment["PSYNC_PASSWORD_HASH_CONCURRENCY"].flatMap(Int.init)
+        passwordHashConcurrencyOption ?? EnvironmentDefault.optional("PSYNC_PASSWORD_HASH_CONCURRENCY", as: Int.self)
     }
 
     @Option(name: .customLong("password-hash-queue"), help: "Logins and registrations that may wait for bcrypt; more are rate_limited (env PSYNC_PASSWORD_HASH_QUEUE).")
-    var passwordHashQueue: Int = ProcessInfo.processInfo.environment["PSYNC_PASSWORD_HASH_QUEUE"].flatMap(Int.init) ?? 64
+    var passwordHashQueue: Int = EnvironmentDefault.value("PSYNC_PASSWORD_HASH_QUEUE", default: 64)
 
     @Flag(name: .customLong("metrics-public"), help: "Serve /metrics without an admin API key (env PSYNC_METRICS_PUBLIC=true).")
     var metricsPublicFlag = false
@@ -98,16 +98,16 @@ struct Serve: AsyncParsableCommand {
     var replicaURLOptions: [String] = []
 
     @Option(name: .customLong("replica-poll-ms"), help: "Milliseconds between looks at each replica and at the primary (env PSYNC_REPLICA_POLL_MS).")
-    var replicaPollMilliseconds: Int = ProcessInfo.processInfo.environment["PSYNC_REPLICA_POLL_MS"].flatMap(Int.init) ?? 250
+    var replicaPollMilliseconds: Int = EnvironmentDefault.value("PSYNC_REPLICA_POLL_MS", default: 250)
 
     @Option(name: .customLong("replica-max-lag-bytes"), help: "Bytes of WAL a replica may replay behind the primary and still be asked for pages (env PSYNC_REPLICA_MAX_LAG_BYTES).")
-    var replicaMaximumLagBytes: Int64 = ProcessInfo.processInfo.environment["PSYNC_REPLICA_MAX_LAG_BYTES"].flatMap(Int64.init) ?? 16 << 20
+    var replicaMaximumLagBytes: Int64 = EnvironmentDefault.value("PSYNC_REPLICA_MAX_LAG_BYTES", default: 16 << 20)
 
     @Option(name: .customLong("replica-wait-ms"), help: "Milliseconds a replica a little behind is waited for before a page is read from the primary (env PSYNC_REPLICA_WAIT_MS).")
-    var replicaWaitMilliseconds: Int = ProcessInfo.processInfo.environment["PSYNC_REPLICA_WAIT_MS"].flatMap(Int.init) ?? 50
+    var replicaWaitMilliseconds: Int = EnvironmentDefault.value("PSYNC_REPLICA_WAIT_MS", default: 50)
 
     @Option(name: .customLong("replica-read-timeout-ms"), help: "Milliseconds, beyond the wait, a connection to a replica may take to come, and a read on it to go without an answer or a row, before the page is read from the primary and the replica is out of reads until the monitor finds it right (env PSYNC_REPLICA_READ_TIMEOUT_MS).")
-    var replicaReadTimeoutMilliseconds: Int = ProcessInfo.processInfo.environment["PSYNC_REPLICA_READ_TIMEOUT_MS"].flatMap(Int.init) ?? 2_000
+    var replicaReadTimeoutMilliseconds: Int = EnvironmentDefault.value("PSYNC_REPLICA_READ_TIMEOUT_MS", default: 2_000)
 
     /// The replicas, from the options or else the environment.
     func replicas() throws -> ReplicaConfiguration {
@@ -126,91 +126,96 @@ struct Serve: AsyncParsableCommand {
     }
 
     @Option(name: .customLong("idle-timeout"), help: "Seconds a WebSocket may stay silent before it is closed (env PSYNC_IDLE_TIMEOUT).")
-    var idleTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_IDLE_TIMEOUT"].flatMap(Int.init) ?? 60
+    var idleTimeout: Int = EnvironmentDefault.value("PSYNC_IDLE_TIMEOUT", default: 60)
 
     @Option(name: .customLong("trigger-lease"), help: "Seconds a trigger's lease lasts unrenewed: an instance that dies is replaced after at most this (env PSYNC_TRIGGER_LEASE).")
-    var triggerLease: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_LEASE"].flatMap(Int.init) ?? 5
+    var triggerLease: Int = EnvironmentDefault.value("PSYNC_TRIGGER_LEASE", default: 5)
 
     @Option(name: .customLong("presence-lease"), help: "Seconds after which the users of an instance that died count as gone (env PSYNC_PRESENCE_LEASE).")
-    var presenceLease: Int = ProcessInfo.processInfo.environment["PSYNC_PRESENCE_LEASE"].flatMap(Int.init) ?? 15
+    var presenceLease: Int = EnvironmentDefault.value("PSYNC_PRESENCE_LEASE", default: 15)
 
     @Option(name: .customLong("upload-transactions"), help: "Upload transactions run at once; uploads arriving meanwhile share the next commit (env PSYNC_UPLOAD_TRANSACTIONS).")
-    var uploadTransactions: Int = ProcessInfo.processInfo.environment["PSYNC_UPLOAD_TRANSACTIONS"].flatMap(Int.init) ?? 2
+    var uploadTransactions: Int = EnvironmentDefault.value("PSYNC_UPLOAD_TRANSACTIONS", default: 2)
 
     @Option(name: .customLong("trigger-timeout"), help: "Seconds one step of a trigger (a handling transaction, a lease renewal, a read) may take before it is abandoned and retried; a handler committing parts of its work gets the whole timeout again at each part (env PSYNC_TRIGGER_TIMEOUT).")
-    var triggerTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_TIMEOUT"].flatMap(Int.init) ?? 60
+    var triggerTimeout: Int = EnvironmentDefault.value("PSYNC_TRIGGER_TIMEOUT", default: 60)
 
     @Option(name: .customLong("trigger-run-events"), help: "Events a trigger with a run handler reads at once and handles in one transaction, at most (env PSYNC_TRIGGER_RUN_EVENTS).")
-    var triggerRunEvents: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_RUN_EVENTS"].flatMap(Int.init) ?? 2_000
+    var triggerRunEvents: Int = EnvironmentDefault.value("PSYNC_TRIGGER_RUN_EVENTS", default: 2_000)
 
     @Option(name: .customLong("trigger-run-bytes"), help: "Bytes of events (before and after images as JSON text) a trigger's read takes at most, one event at least (env PSYNC_TRIGGER_RUN_BYTES).")
-    var triggerRunBytes: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_RUN_BYTES"].flatMap(Int.init) ?? 8 << 20
+    var triggerRunBytes: Int = EnvironmentDefault.value("PSYNC_TRIGGER_RUN_BYTES", default: 8 << 20)
 
     @Option(name: .customLong("trigger-part-bytes"), help: "Bytes of objects a trigger handler's applyInParts writes before it commits its work so far and goes on in a new transaction (env PSYNC_TRIGGER_PART_BYTES).")
-    var triggerPartBytes: Int = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_PART_BYTES"].flatMap(Int.init) ?? 8 << 20
+    var triggerPartBytes: Int = EnvironmentDefault.value("PSYNC_TRIGGER_PART_BYTES", default: 8 << 20)
 
     @Option(name: .customLong("trigger-max-lag"), help: "Events a trigger may be behind before /health/triggers reports it (env PSYNC_TRIGGER_MAX_LAG).")
-    var triggerMaxLag: Int64 = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_MAX_LAG"].flatMap(Int64.init) ?? 10_000
+    var triggerMaxLag: Int64 = EnvironmentDefault.value("PSYNC_TRIGGER_MAX_LAG", default: 10_000)
 
     @Option(name: .customLong("stop-timeout"), help: "Seconds a graceful shutdown waits for the services once the sessions closed, before stopping without them (env PSYNC_STOP_TIMEOUT).")
-    var stopTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_STOP_TIMEOUT"].flatMap(Int.init) ?? 5
+    var stopTimeout: Int = EnvironmentDefault.value("PSYNC_STOP_TIMEOUT", default: 5)
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (env LOG_LEVEL).")
     var logLevel: String = ProcessInfo.processInfo.environment["LOG_LEVEL"] ?? "info"
 
     @Option(name: .customLong("api-key-session-lifetime"), help: "Seconds a WebSocket session opened with an API key lives before it must present the key again (env PSYNC_API_KEY_SESSION_LIFETIME).")
-    var apiKeySessionLifetime: Int = ProcessInfo.processInfo.environment["PSYNC_API_KEY_SESSION_LIFETIME"].flatMap(Int.init) ?? 24 * 3600
+    var apiKeySessionLifetime: Int = EnvironmentDefault.value("PSYNC_API_KEY_SESSION_LIFETIME", default: 24 * 3600)
 
     @Option(name: .customLong("auth-timeout"), help: "Seconds a WebSocket without an Authorization header has to send 'auth' (env PSYNC_AUTH_TIMEOUT).")
-    var authTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_AUTH_TIMEOUT"].flatMap(Int.init) ?? 10
+    var authTimeout: Int = EnvironmentDefault.value("PSYNC_AUTH_TIMEOUT", default: 10)
 
     @Option(name: .customLong("unauthenticated-message-limit"), help: "Largest WebSocket message in bytes before 'auth' (env PSYNC_UNAUTHENTICATED_MESSAGE_LIMIT).")
-    var unauthenticatedMessageLimit: Int = ProcessInfo.processInfo.environment["PSYNC_UNAUTHENTICATED_MESSAGE_LIMIT"].flatMap(Int.init) ?? 8 << 10
+    var unauthenticatedMessageLimit: Int = EnvironmentDefault.value("PSYNC_UNAUTHENTICATED_MESSAGE_LIMIT", default: 8 << 10)
 
     @Option(name: .customLong("max-sessions-per-user"), help: "Open WebSocket sessions one user may have on this instance (env PSYNC_MAX_SESSIONS_PER_USER).")
-    var maxSessionsPerUser: Int = ProcessInfo.processInfo.environment["PSYNC_MAX_SESSIONS_PER_USER"].flatMap(Int.init) ?? 100
+    var maxSessionsPerUser: Int = EnvironmentDefault.value("PSYNC_MAX_SESSIONS_PER_USER", default: 100)
 
     @Option(name: .customLong("page-bytes"), help: "Bytes of objects in one change page; a larger object goes alone (env PSYNC_PAGE_BYTES).")
-    var pageBytes: Int = ProcessInfo.processInfo.environment["PSYNC_PAGE_BYTES"].flatMap(Int.init) ?? 4 << 20
+    var pageBytes: Int = EnvironmentDefault.value("PSYNC_PAGE_BYTES", default: 4 << 20)
 
     @Option(name: .customLong("max-message-bytes"), help: "Largest WebSocket message (bytes) after auth, in one frame or several (env PSYNC_MAX_MESSAGE_BYTES).")
-    var maxMessageBytes: Int = ProcessInfo.processInfo.environment["PSYNC_MAX_MESSAGE_BYTES"].flatMap(Int.init) ?? 16 << 20
+    var maxMessageBytes: Int = EnvironmentDefault.value("PSYNC_MAX_MESSAGE_BYTES", default: 16 << 20)
 
     @Option(name: .customLong("max-queued-uploads"), help: "Uploads one session may have waiting; past it the server stops reading it (env PSYNC_MAX_QUEUED_UPLOADS).")
-    var maxQueuedUploads: Int = ProcessInfo.processInfo.environment["PSYNC_MAX_QUEUED_UPLOADS"].flatMap(Int.init) ?? 256
+    var maxQueuedUploads: Int = EnvironmentDefault.value("PSYNC_MAX_QUEUED_UPLOADS", default: 256)
 
     @Option(name: .customLong("session-queue-bytes"), help: "Bytes of change pages queued for one session before its slowest subscription pauses and catches up later (env PSYNC_SESSION_QUEUE_BYTES).")
-    var sessionQueueBytes: Int = ProcessInfo.processInfo.environment["PSYNC_SESSION_QUEUE_BYTES"].flatMap(Int.init) ?? 4 << 20
+    var sessionQueueBytes: Int = EnvironmentDefault.value("PSYNC_SESSION_QUEUE_BYTES", default: 4 << 20)
 
     @Option(name: .customLong("max-queued-replies"), help: "Replies queued for a client that does not read them before its session is closed with 4002; at least 100, the answers of one batch of uploads (env PSYNC_MAX_QUEUED_REPLIES).")
-    var maxQueuedReplies: Int = ProcessInfo.processInfo.environment["PSYNC_MAX_QUEUED_REPLIES"].flatMap(Int.init) ?? 1_000
+    var maxQueuedReplies: Int = EnvironmentDefault.value("PSYNC_MAX_QUEUED_REPLIES", default: 1_000)
 
     @Option(name: .customLong("upload-timeout"), help: "Seconds an upload transaction may take before its uploads are answered unavailable (env PSYNC_UPLOAD_TIMEOUT).")
-    var uploadTimeout: Int = ProcessInfo.processInfo.environment["PSYNC_UPLOAD_TIMEOUT"].flatMap(Int.init) ?? 30
+    var uploadTimeout: Int = EnvironmentDefault.value("PSYNC_UPLOAD_TIMEOUT", default: 30)
 
     @Option(name: .customLong("lock-patience"), help: "Milliseconds an upload waits for its partition's lock, held by another transaction, before it is answered unavailable (env PSYNC_LOCK_PATIENCE_MS).")
-    var lockPatience: Int = ProcessInfo.processInfo.environment["PSYNC_LOCK_PATIENCE_MS"].flatMap(Int.init) ?? 2_000
+    var lockPatience: Int = EnvironmentDefault.value("PSYNC_LOCK_PATIENCE_MS", default: 2_000)
 
     @Option(name: .customLong("blob-max-bytes"), help: "Largest blob in bytes (env PSYNC_BLOB_MAX_BYTES).")
-    var blobMaxBytes: Int64 = ProcessInfo.processInfo.environment["PSYNC_BLOB_MAX_BYTES"].flatMap(Int64.init) ?? 32 << 20
+    var blobMaxBytes: Int64 = EnvironmentDefault.value("PSYNC_BLOB_MAX_BYTES", default: 32 << 20)
 
     @Option(name: .customLong("blob-quota-bytes"), help: "Bytes of blobs one user or service may have uploaded (env PSYNC_BLOB_QUOTA_BYTES).")
-    var blobQuotaBytes: Int64 = ProcessInfo.processInfo.environment["PSYNC_BLOB_QUOTA_BYTES"].flatMap(Int64.init) ?? 1 << 30
+    var blobQuotaBytes: Int64 = EnvironmentDefault.value("PSYNC_BLOB_QUOTA_BYTES", default: 1 << 30)
 
     @Option(name: .customLong("blob-grace"), help: "Seconds a blob no object references is kept after its upload (env PSYNC_BLOB_GRACE).")
-    var blobGrace: Int = ProcessInfo.processInfo.environment["PSYNC_BLOB_GRACE"].flatMap(Int.init) ?? 3600
+    var blobGrace: Int = EnvironmentDefault.value("PSYNC_BLOB_GRACE", default: 3600)
 
     @Option(name: .customLong("blob-collect-interval"), help: "Seconds between collections of unreferenced blobs (env PSYNC_BLOB_COLLECT_INTERVAL).")
-    var blobCollectInterval: Int = ProcessInfo.processInfo.environment["PSYNC_BLOB_COLLECT_INTERVAL"].flatMap(Int.init) ?? 600
+    var blobCollectInterval: Int = EnvironmentDefault.value("PSYNC_BLOB_COLLECT_INTERVAL", default: 600)
 
     @Option(name: .customLong("tombstone-retention"), help: "Seconds tombstones are kept; a client offline longer gets a reset (env PSYNC_TOMBSTONE_RETENTION).")
-    var tombstoneRetention: Int = ProcessInfo.processInfo.environment["PSYNC_TOMBSTONE_RETENTION"].flatMap(Int.init) ?? 30 * 24 * 3600
+    var tombstoneRetention: Int = EnvironmentDefault.value("PSYNC_TOMBSTONE_RETENTION", default: 30 * 24 * 3600)
 
     @Option(name: .customLong("expiry-interval-ms"), help: "Milliseconds between looks for expired objects (env PSYNC_EXPIRY_INTERVAL_MS).")
-    var expiryIntervalMilliseconds: Int = ProcessInfo.processInfo.environment["PSYNC_EXPIRY_INTERVAL_MS"].flatMap(Int.init) ?? 250
+    var expiryIntervalMilliseconds: Int = EnvironmentDefault.value("PSYNC_EXPIRY_INTERVAL_MS", default: 250)
 
     @Option(name: .customLong("expiry-batch"), help: "Expired objects deleted per transaction (env PSYNC_EXPIRY_BATCH).")
-    var expiryBatch: Int = ProcessInfo.processInfo.environment["PSYNC_EXPIRY_BATCH"].flatMap(Int.init) ?? 1_000
+    var expiryBatch: Int = EnvironmentDefault.value("PSYNC_EXPIRY_BATCH", default: 1_000)
+
+    func validate() throws {
+        _ = passwordHashConcurrency
+        try EnvironmentDefault.check()
+    }
 
     func run() async throws {
         var logger = Logger(label: Served.commandName)

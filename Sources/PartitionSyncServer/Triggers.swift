@@ -16,7 +16,9 @@ struct Triggers: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Each trigger's position, lag, lease holder and open dead letters.")
         @OptionGroup var database: DatabaseOptions
         @Option(name: .customLong("max-lag"), help: "Events behind after which a trigger shows as behind (env PSYNC_TRIGGER_MAX_LAG).")
-        var maximumLag: Int64 = ProcessInfo.processInfo.environment["PSYNC_TRIGGER_MAX_LAG"].flatMap(Int64.init) ?? 10_000
+        var maximumLag: Int64 = EnvironmentDefault.value("PSYNC_TRIGGER_MAX_LAG", default: 10_000)
+
+        func validate() throws { try EnvironmentDefault.check() }
 
         func run() async throws {
             let logger = Served.commandLogger

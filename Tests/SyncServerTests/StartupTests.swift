@@ -78,4 +78,74 @@ struct StartupTests {
             }
         }
     }
+
+    @Test("a numeric environment variable its flag cannot take stops the command with exit code 64, naming the variable and its value, its flag given or not; an empty variable does not")
+    func malformedEnvironment() async throws {
+        let nowhere = "postgres://nobody@127.0.0.1:1/nothing?sslmode=disable"
+        let cases: [(arguments: [String], environment: [String: String], lines: [String])] = [
+            (["serve", "--port", "0", "--database-url", nowhere], ["PSYNC_DB_POOL": "twenty"],
+             [#"Error: environment variable PSYNC_DB_POOL="twenty" is not an integer"#]),
+            (["serve", "--port", "0", "--database-url", nowhere], ["PSYNC_TRIGGER_TIMEOUT": "6o", "PSYNC_BCRYPT_COST": "300"],
+             [#"Error: environment variable PSYNC_BCRYPT_COST="300" is not an integer from 0 to 255"#,
+              #"environment variable PSYNC_TRIGGER_TIMEOUT="6o" is not an integer"#]),
+            (["triggers", "list", "--database-url", nowhere], ["PSYNC_TRIGGER_MAX_LAG": "10k"],
+             [#"Error: environment variable PSYNC_TRIGGER_MAX_LAG="10k" is not an integer"#]),
+            (["import", "--dry-run", "--database-url", nowhere, "/nonexistent.json"], ["PSYNC_IMPORT_WINDOW_BYTES": "1 MB"],
+             [#"Error: environment variable PSYNC_IMPORT_WINDOW_BYTES="1 MB" is not an integer"#]),
+            // Its flag given: the environment is still wrong, and said so.
+            (["triggers", "list", "--database-url", nowhere, "--max-lag", "5"], ["PSYNC_TRIGGER_MAX_LAG": "10k"],
+             [#"Error: environment variable PSYNC_TRIGGER_MAX_LAG="10k" is not an integer"#]),
+            // Empty, or good with spaces: the command goes on (and fails to reach the database).
+            (["triggers", "list", "--database-url", nowhere, "--db-connect-timeout", "0"],
+             ["PSYNC_DB_POOL": "", "PSYNC_TRIGGER_MAX_LAG": " 5 "], []),
+        ]
+        for (arguments, variables, lines) in cases {
+            let (status, text) = try await Self.run(arguments, environment: variables)
+            if !lines.isEmpty {
+                #expect(status == 64, "\(arguments) \(variables): exit \(status)\n\(text.prefix(2000))")
+                for line in lines { #expect(text.contains(line), "\(arguments) \(variables): no \(line)\n\(text.prefix(2000))") }
+            } else {
+                #expect(status != 64 && !text.contains("environment variable"), "\(arguments) \(variables): exit \(status)\n\(text.prefix(2000))")
+            }
+        }
+    }
+
+    @Test("a one-shot command whose database cannot be reached gives up after --db-connect-timeout, saying why; one whose database refuses its password says the server's reason")
+    func unreachableDatabase() async throws {
+        let nowhere = "postgres://nobody@127.0.0.1:1/nothing?sslmode=disable"
+        for command in [["migrate"], ["apikey", "list"], ["triggers", "list"]] {
+            let (status, text) = try await Self.run(command + ["--database-url", nowhere, "--db-connect-timeout", "1"], environment: [:])
+            #expect(status == 1, "\(command): exit \(status)\n\(text.prefix(2000))")
+            #expect(text.contains("Error: cannot connect to the database at 127.0.0.1:1 (tried for 1 s, --db-connect-timeout)"), "\(command):\n\(text.prefix(2000))")
+            #expect(text.contains("Connection refused"), "\(command):\n\(text.prefix(2000))")
+        }
+        try await TestDatabase.with { db in
+            var wrong = db.url
+            wrong.password = "not-the-password"
+            let (status, text) = try await Self.run(["apikey", "list", "--database-url", wrong.urlString], environment: ["PSYNC_DB_CONNECT_TIMEOUT": "3600"])
+            #expect(status == 1, "exit \(status)\n\(text.prefix(2000))")
+            #expect(text.contains("refused the connection: password authentication failed for user"), "\(text.prefix(2000))")
+        }
+    }
+
+    /// Runs `psync` with `arguments` and `environment` over the test's own, to its end: its
+    /// exit status and standard error.
+    static func run(_ arguments: [String], environment variables: [String: String]) async throws -> (status: Int32, text: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ServerProcess.executable)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["PSYNC_JWT_SECRET"] = TestServer.jwtSecret
+        environment.merge(variables) { $1 }
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        let status = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do { try process.run() } catch { continuation.resume(throwing: error) }
+        }
+        return (status, String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    }
 }
