@@ -106,4 +106,65 @@ struct TriggerPartsTests {
             }
         }
     }
+
+    @Test("a part after another instance took the lease does not commit: the run stops lease_lost, the earlier parts kept, nothing after them, the position where it was; the lease back, the run finishes, each member marked once")
+    func partsStopWhenTheLeaseIsTaken() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            try await Self.storeMembers(store)
+            let (first, second) = (Array(Self.members.prefix(15)), Array(Self.members.dropFirst(15)))
+            let stolen = Locked(false)
+            let failures = Locked<[String]>([])
+            @Sendable func marks(_ ids: [String], room: String, context: TriggerContext) async throws -> [Partition: [SyncOperation]] {
+                let bodies = try await context.bodies(of: ids.map { key("Member", $0) })
+                var marks: [Partition: [SyncOperation]] = [:]
+                for id in ids where bodies[key("Member", id)]?["marks"]?.arrayValue?.isEmpty == true {
+                    marks[partition("user=\(id)")] = [.arrayAppend(key("Member", id), path: path("marks"), value: .string(room))]
+                }
+                return marks
+            }
+            let trigger = Trigger(name: "invite", collections: ["Room"], operations: [.insert]) { event, context in
+                let room = event.key!.id
+                try await context.applyInParts(try await marks(first, room: room, context: context))
+                // Another instance takes the lease over, between two parts of this run.
+                if stolen.withLock({ let was = $0; $0 = true; return !was }) {
+                    try await db.client.query(
+                        "UPDATE psync_triggers SET lease_holder = 'elsewhere', lease_expires = now() + interval '1 hour' WHERE name = 'invite'",
+                        logger: db.logger)
+                }
+                do {
+                    try await context.applyInParts(try await marks(second, room: room, context: context))
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                    throw error
+                }
+                try await context.apply([.put(key("Tally", "t"), body: [:]), .increment(key("Tally", "t"), path: path("rooms"), by: 1)],
+                                        in: partition("tally=all"))
+            }
+            var configuration = TestTriggers.fastConfiguration
+            configuration.partBytes = 1
+            let service = TestTriggers.service(store, [trigger], configuration: configuration)
+            try await TestTriggers.running([service]) {
+                try await store.upload(Upload(partition: partition("room=r"), operations: [.put(key("Room", "r1"), body: [:])], principal: "u"))
+                #expect(try await TestTriggers.eventually { !failures.withLock { $0 }.isEmpty })
+                let failure = failures.withLock { $0 }.first ?? ""
+                #expect(failure.hasPrefix("lease_lost"), "\(failure)")
+                // The first half committed in its parts; nothing of the second, nor the run's end.
+                for id in first { #expect(try await store.body(of: key("Member", id))?["marks"] == ["r1"], "\(id)") }
+                for id in second { #expect(try await store.body(of: key("Member", id))?["marks"] == [], "\(id)") }
+                #expect(try await store.body(of: key("Tally", "t")) == nil)
+                #expect(try await !db.triggersCaughtUp())
+                // The other instance's lease runs out without it doing anything: this one takes
+                // the trigger back, runs the handler again, and finds the first half done.
+                try await db.client.query("UPDATE psync_triggers SET lease_expires = now() - interval '1 second' WHERE name = 'invite'", logger: db.logger)
+                #expect(try await TestTriggers.eventually { try await db.triggersCaughtUp() })
+            }
+            for id in Self.members {
+                #expect(try await store.body(of: key("Member", id))?["marks"] == ["r1"], "\(id)")
+            }
+            #expect(try await store.body(of: key("Tally", "t"))?["rooms"] == 1)
+            #expect(failures.withLock { $0 }.count == 1)
+            #expect(try await TriggerLedger(store: store).deadLetters().isEmpty)
+        }
+    }
 }
