@@ -43,11 +43,13 @@ package enum Failpoint: String, Sendable {
     }
     #endif
 
-    /// Stops here for good when this failpoint is armed for `argument`.
+    /// Stops here for good when this failpoint is armed for `argument` (until the test kills
+    /// the process, or the task is cancelled: a cancelled sleep returns at once, and would
+    /// otherwise spin).
     package static func stop(at point: Failpoint, for argument: String) async {
         #if DEBUG
         guard isArmed(point, for: argument) else { return }
-        while true { try? await Task.sleep(for: .seconds(3600)) }
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
         #endif
     }
 
@@ -57,7 +59,7 @@ package enum Failpoint: String, Sendable {
         #if DEBUG
         guard isArmed(point, for: argument) else { return }
         FileHandle.standardError.write(Data("failpoint \(point.rawValue) reached\n".utf8))
-        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        await stop(at: point, for: argument)
         #endif
     }
 
