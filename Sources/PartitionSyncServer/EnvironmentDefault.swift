@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Locking
+import Logging
 
 /// An option's default taken from its environment variable (`PSYNC_DB_POOL` for
 /// `--max-connections`).
@@ -9,7 +10,8 @@ import Locking
 /// is not passed over for the built-in default: it is noted, and ``check()``, called by the
 /// `validate()` of every command and option group reading such a default, refuses to run with
 /// one line naming each variable and its value (exit code 64, as for a bad option). A variable
-/// set to the empty string counts as unset; spaces around a value are dropped.
+/// set to the empty string counts as unset; spaces around a value are dropped. Yes-or-no
+/// variables (``flag(_:in:)``) and log levels (``logLevel(_:in:)``) are checked the same way.
 enum EnvironmentDefault {
     /// Variables read so far whose value their option cannot take, by name.
     private static let malformed = Locked<[String: (value: String, expected: String)]>([:])
@@ -31,6 +33,31 @@ enum EnvironmentDefault {
             return nil
         }
         return value
+    }
+
+    /// Whether the environment variable `name` says yes: `1`, `true`, `yes` or `on` (in any
+    /// case); `0`, `false`, `no`, `off`, unset or empty say no, and anything else is noted as
+    /// malformed.
+    static func flag(_ name: String, in environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+        guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return false }
+        switch text.lowercased() {
+        case "1", "true", "yes", "on": return true
+        case "0", "false", "no", "off": return false
+        default:
+            malformed.withLock { $0[name] = (text, "true or false (1, true, yes, on / 0, false, no, off)") }
+            return false
+        }
+    }
+
+    /// The log level the environment variable `name` names (`trace` … `critical`), `nil` when
+    /// it is unset or empty; another value is noted as malformed.
+    static func logLevel(_ name: String, in environment: [String: String] = ProcessInfo.processInfo.environment) -> Logger.Level? {
+        guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+        guard let level = Logger.Level(rawValue: text.lowercased()) else {
+            malformed.withLock { $0[name] = (text, "a log level (\(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")))") }
+            return nil
+        }
+        return level
     }
 
     /// Throws a `ValidationError` naming every variable read with a value its option cannot take.

@@ -55,7 +55,7 @@ struct Served: Sendable {
     /// see more).
     static var commandLogger: Logger {
         var logger = Logger(label: commandName)
-        logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
+        logger.logLevel = EnvironmentDefault.logLevel("LOG_LEVEL") ?? .warning
         return logger
     }
 }

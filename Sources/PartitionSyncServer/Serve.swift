@@ -73,7 +73,7 @@ struct Serve: AsyncParsableCommand {
     var metricsPublicFlag = false
 
     var metricsPublic: Bool {
-        metricsPublicFlag || ["1", "true", "yes"].contains(ProcessInfo.processInfo.environment["PSYNC_METRICS_PUBLIC"]?.lowercased() ?? "")
+        metricsPublicFlag || EnvironmentDefault.flag("PSYNC_METRICS_PUBLIC")
     }
 
     @Option(name: .customLong("trusted-proxy"), help: "An address or CIDR block (10.0.0.0/8) of a load balancer whose X-Forwarded-For names the client, for the per-address limits; repeatable (env PSYNC_TRUSTED_PROXIES, comma-separated). Default none: the header is ignored.")
@@ -156,7 +156,7 @@ struct Serve: AsyncParsableCommand {
     var stopTimeout: Int = EnvironmentDefault.value("PSYNC_STOP_TIMEOUT", default: 5)
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (env LOG_LEVEL).")
-    var logLevel: String = ProcessInfo.processInfo.environment["LOG_LEVEL"] ?? "info"
+    var logLevel: String = EnvironmentDefault.logLevel("LOG_LEVEL")?.rawValue ?? "info"
 
     @Option(name: .customLong("api-key-session-lifetime"), help: "Seconds a WebSocket session opened with an API key lives before it must present the key again (env PSYNC_API_KEY_SESSION_LIFETIME).")
     var apiKeySessionLifetime: Int = EnvironmentDefault.value("PSYNC_API_KEY_SESSION_LIFETIME", default: 24 * 3600)
@@ -213,13 +213,16 @@ struct Serve: AsyncParsableCommand {
     var expiryBatch: Int = EnvironmentDefault.value("PSYNC_EXPIRY_BATCH", default: 1_000)
 
     func validate() throws {
-        _ = passwordHashConcurrency
+        _ = (passwordHashConcurrency, metricsPublic)
         try EnvironmentDefault.check()
+        guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
+            throw ValidationError("--log-level is one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(logLevel)\"")
+        }
     }
 
     func run() async throws {
         var logger = Logger(label: Served.commandName)
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        logger.logLevel = Logger.Level(rawValue: logLevel.lowercased()) ?? .info
         // Anyone who knows the secret can sign in as any user: a weak one stops the start.
         if let jwtSecret, let weakness = JWTSecretPolicy.weakness(of: jwtSecret) {
             FileHandle.standardError.write(Data("\(Served.commandName): fatal: PSYNC_JWT_SECRET \(weakness); \(JWTSecretPolicy.advice)\n".utf8))

@@ -92,12 +92,18 @@ struct StartupTests {
              [#"Error: environment variable PSYNC_TRIGGER_MAX_LAG="10k" is not an integer"#]),
             (["import", "--dry-run", "--database-url", nowhere, "/nonexistent.json"], ["PSYNC_IMPORT_WINDOW_BYTES": "1 MB"],
              [#"Error: environment variable PSYNC_IMPORT_WINDOW_BYTES="1 MB" is not an integer"#]),
+            (["serve", "--port", "0", "--database-url", nowhere], ["PSYNC_METRICS_PUBLIC": "maybe"],
+             [#"Error: environment variable PSYNC_METRICS_PUBLIC="maybe" is not true or false"#]),
+            (["triggers", "list", "--database-url", nowhere], ["LOG_LEVEL": "loud"],
+             [#"Error: environment variable LOG_LEVEL="loud" is not a log level (trace, debug, info, notice, warning, error, critical)"#]),
+            (["serve", "--port", "0", "--database-url", nowhere, "--log-level", "loud"], [:],
+             [#"Error: --log-level is one of trace, debug, info, notice, warning, error, critical, not "loud""#]),
             // Its flag given: the environment is still wrong, and said so.
             (["triggers", "list", "--database-url", nowhere, "--max-lag", "5"], ["PSYNC_TRIGGER_MAX_LAG": "10k"],
              [#"Error: environment variable PSYNC_TRIGGER_MAX_LAG="10k" is not an integer"#]),
             // Empty, or good with spaces: the command goes on (and fails to reach the database).
             (["triggers", "list", "--database-url", nowhere, "--db-connect-timeout", "0"],
-             ["PSYNC_DB_POOL": "", "PSYNC_TRIGGER_MAX_LAG": " 5 "], []),
+             ["PSYNC_DB_POOL": "", "PSYNC_TRIGGER_MAX_LAG": " 5 ", "PSYNC_METRICS_PUBLIC": "Off", "LOG_LEVEL": "ERROR"], []),
         ]
         for (arguments, variables, lines) in cases {
             let (status, text) = try await Self.run(arguments, environment: variables)
