@@ -107,6 +107,26 @@ struct ApplyPartsTests {
         }
     }
 
+    @Test("a group's objects are let go of once written, not held until the part commits: the transaction keeps none of their changes or states, and commits them with their events")
+    func groupsLetGo() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            try await store.withWriteTransaction(author: "trigger:parts") { transaction async throws in
+                transaction.partCommits = .init(bytes: 1 << 30) { _ in }
+                #expect(try await transaction.applyInParts(Self.marks()) == Self.members.count)
+                #expect(transaction.partsCommitted == 0)
+                #expect(transaction.changes.isEmpty, "changes held: \(transaction.changes.count)")
+                #expect(transaction.record.known.isEmpty && transaction.record.touched.isEmpty, "states held: \(transaction.record.known.count)")
+            }
+            #expect(try await Self.stored(store) == Self.members.count)
+            let rows = try await db.client.query(
+                "SELECT count(*), count(DISTINCT object_id) FROM psync_events WHERE author = 'trigger:parts'", logger: db.logger)
+            for try await (events, objects) in rows.decode((Int, Int).self) {
+                #expect(events == Self.members.count && objects == Self.members.count)
+            }
+        }
+    }
+
     @Test("no part commits past a fence that throws, inside a savepoint, or in a transaction that may not commit in parts")
     func noPartWhereNotAllowed() async throws {
         try await TestDatabase.with { db in
