@@ -34,6 +34,7 @@ struct DatabaseOptions: ParsableArguments {
     var connectTimeout: Int = EnvironmentDefault.value("PSYNC_DB_CONNECT_TIMEOUT", default: 30)
 
     func validate() throws {
+        // Read here for its check: the command's logger reads it after the validation.
         _ = EnvironmentDefault.logLevel("LOG_LEVEL")
         try EnvironmentDefault.check()
         guard connectTimeout >= 0 else { throw ValidationError("--db-connect-timeout is 0 or more") }

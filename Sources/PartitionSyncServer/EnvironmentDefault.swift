@@ -27,11 +27,8 @@ enum EnvironmentDefault {
     static func optional<Value: LosslessStringConvertible>(
         _ name: String, as type: Value.Type = Value.self, in environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> Value? {
-        guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
-        guard let value = Value(text) else {
-            malformed.withLock { $0[name] = (text, expectation(of: Value.self)) }
-            return nil
-        }
+        guard let text = setting(name, in: environment) else { return nil }
+        guard let value = Value(text) else { return note(name, text, expected: expectation(of: Value.self)) }
         return value
     }
 
@@ -39,25 +36,34 @@ enum EnvironmentDefault {
     /// case); `0`, `false`, `no`, `off`, unset or empty say no, and anything else is noted as
     /// malformed.
     static func flag(_ name: String, in environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
-        guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return false }
+        guard let text = setting(name, in: environment) else { return false }
         switch text.lowercased() {
         case "1", "true", "yes", "on": return true
         case "0", "false", "no", "off": return false
-        default:
-            malformed.withLock { $0[name] = (text, "true or false (1, true, yes, on / 0, false, no, off)") }
-            return false
+        default: return note(name, text, expected: "true or false (1, true, yes, on / 0, false, no, off)") ?? false
         }
     }
 
     /// The log level the environment variable `name` names (`trace` … `critical`), `nil` when
     /// it is unset or empty; another value is noted as malformed.
     static func logLevel(_ name: String, in environment: [String: String] = ProcessInfo.processInfo.environment) -> Logger.Level? {
-        guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+        guard let text = setting(name, in: environment) else { return nil }
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
-            malformed.withLock { $0[name] = (text, "a log level (\(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")))") }
-            return nil
+            return note(name, text, expected: "a log level (\(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
         return level
+    }
+
+    /// The variable's value without the spaces around it; `nil` when unset or empty.
+    private static func setting(_ name: String, in environment: [String: String]) -> String? {
+        guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+        return text
+    }
+
+    /// Notes `text` as a malformed value of `name`, for ``check()``; the caller then uses its default.
+    private static func note<Value>(_ name: String, _ text: String, expected: String) -> Value? {
+        malformed.withLock { $0[name] = (text, expected) }
+        return nil
     }
 
     /// Throws a `ValidationError` naming every variable read with a value its option cannot take.

@@ -53,7 +53,7 @@ public enum RChatTriggers {
     public static let userChanged = userChanged(limits: RChatLimits())
 
     static func userChanged(limits: RChatLimits) -> Trigger {
-        Trigger(name: "rchat.user-changed", collections: [User.collection], where: concernsChatsterOrMembers) { event, context in
+        Trigger(name: userChangedName, collections: [User.collection], where: concernsChatsterOrMembers) { event, context in
             guard let userID = event.key?.id else { return }
             let keeper = MembershipKeeper(limits: limits, context: context)
             guard event.operation != .update || concernsMembers(event) else {
@@ -124,8 +124,9 @@ public enum RChatTriggers {
 
     /// The author of the unread-count trigger's writes.
     static let unreadCountsAuthor = "trigger:" + unreadCounts.name
-    /// The author of the membership trigger's own writes.
-    static let userChangedAuthor = "trigger:rchat.user-changed"
+    /// The membership trigger's name, and the author of its own writes.
+    static let userChangedName = "rchat.user-changed"
+    static let userChangedAuthor = "trigger:" + userChangedName
 
     /// A user's first session sets them On-Line, the last one closing Off-Line (with
     /// `lastSeenAt`); a Hidden user stays Hidden. The Chatster follows through `userChanged`.

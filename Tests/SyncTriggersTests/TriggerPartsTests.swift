@@ -22,6 +22,16 @@ struct TriggerPartsTests {
         try await store.withWriteTransaction(author: "setup") { transaction in _ = try await transaction.apply(setup) }
     }
 
+    /// Runs `trigger` with parts of `partBytes`, makes room r1, and runs `body` meanwhile.
+    static func inviting(_ store: ObjectStore, _ trigger: Trigger, partBytes: Int, _ body: @escaping @Sendable () async throws -> Void) async throws {
+        var configuration = TestTriggers.fastConfiguration
+        configuration.partBytes = partBytes
+        try await TestTriggers.running([TestTriggers.service(store, [trigger], configuration: configuration)]) {
+            try await store.upload(Upload(partition: partition("room=r"), operations: [.put(key("Room", "r1"), body: [:])], principal: "u"))
+            try await body()
+        }
+    }
+
     @Test("a handler failing after its parts is run again and finds them done: each member marked once (appends, not sets), the run's last writes once, the position past the event")
     func partsSurviveAFailure() async throws {
         try await TestDatabase.with { db in
@@ -45,11 +55,7 @@ struct TriggerPartsTests {
                                         in: partition("tally=all"))
                 if run == 1 { throw NotYet(message: "failing after the parts") }
             }
-            var configuration = TestTriggers.fastConfiguration
-            configuration.partBytes = 200
-            let service = TestTriggers.service(store, [trigger], configuration: configuration)
-            try await TestTriggers.running([service]) {
-                try await store.upload(Upload(partition: partition("room=r"), operations: [.put(key("Room", "r1"), body: [:])], principal: "u"))
+            try await Self.inviting(store, trigger, partBytes: 200) { () async throws in
                 #expect(try await TestTriggers.eventually { try await db.triggersCaughtUp() })
             }
             let runs = marked.withLock { $0 }
@@ -92,11 +98,7 @@ struct TriggerPartsTests {
                 let after = try await expiry()
                 expiries.withLock { $0 = [first, after] }
             }
-            var configuration = TestTriggers.fastConfiguration
-            configuration.partBytes = 1
-            let service = TestTriggers.service(store, [trigger], configuration: configuration)
-            try await TestTriggers.running([service]) {
-                try await store.upload(Upload(partition: partition("room=r"), operations: [.put(key("Room", "r1"), body: [:])], principal: "u"))
+            try await Self.inviting(store, trigger, partBytes: 1) { () async throws in
                 #expect(try await TestTriggers.eventually { try await db.triggersCaughtUp() })
             }
             let seen = expiries.withLock { $0 }
@@ -141,11 +143,7 @@ struct TriggerPartsTests {
                 try await context.apply([.put(key("Tally", "t"), body: [:]), .increment(key("Tally", "t"), path: path("rooms"), by: 1)],
                                         in: partition("tally=all"))
             }
-            var configuration = TestTriggers.fastConfiguration
-            configuration.partBytes = 1
-            let service = TestTriggers.service(store, [trigger], configuration: configuration)
-            try await TestTriggers.running([service]) {
-                try await store.upload(Upload(partition: partition("room=r"), operations: [.put(key("Room", "r1"), body: [:])], principal: "u"))
+            try await Self.inviting(store, trigger, partBytes: 1) { () async throws in
                 #expect(try await TestTriggers.eventually { !failures.withLock { $0 }.isEmpty })
                 let failure = failures.withLock { $0 }.first ?? ""
                 #expect(failure.hasPrefix("lease_lost"), "\(failure)")
