@@ -53,7 +53,7 @@ public enum RChatTriggers {
     public static let userChanged = userChanged(limits: RChatLimits())
 
     static func userChanged(limits: RChatLimits) -> Trigger {
-        Trigger(name: userChangedName, collections: [User.collection], where: concernsChatsterOrMembers) { event, context in
+        Trigger(name: "rchat.user-changed", collections: [User.collection], where: concernsChatsterOrMembers) { event, context in
             guard let userID = event.key?.id else { return }
             let keeper = MembershipKeeper(limits: limits, context: context)
             guard event.operation != .update || concernsMembers(event) else {
@@ -124,9 +124,6 @@ public enum RChatTriggers {
 
     /// The author of the unread-count trigger's writes.
     static let unreadCountsAuthor = "trigger:" + unreadCounts.name
-    /// The membership trigger's name, and the author of its own writes.
-    static let userChangedName = "rchat.user-changed"
-    static let userChangedAuthor = "trigger:" + userChangedName
 
     /// A user's first session sets them On-Line, the last one closing Off-Line (with
     /// `lastSeenAt`); a Hidden user stays Hidden. The Chatster follows through `userChanged`.
@@ -176,14 +173,6 @@ public enum RChatTriggers {
         // The unread-count trigger only raises counts: its writes (one per member and message
         // run, each record listing every member of its rooms) need no look at the members.
         if event.author == unreadCountsAuthor { return false }
-        // The membership trigger's own changes of User records (an invitee's copy, the
-        // inviter's marks, a forged listing taken out) are what its reconciling leaves in line:
-        // handed back to it, each is read and decoded to find nothing to do. A room of 5,000
-        // made 5,000 such events of 0.4 MB records, recorded with both images and read for
-        // nearly three minutes after the copies were written. (A run dead-lettered after some
-        // of its copies committed leaves them without a membership, granting nothing, until
-        // its retry: the copy is not taken out again by this trigger.)
-        if event.author == userChangedAuthor && event.operation == .update { return false }
         let fields = event.changedFields + event.removedFields
         if fields.contains(where: { $0 == "userName" || $0 == "presence" || $0 == "lastSeenAt" || $0.hasPrefix("userPreferences") }) {
             return true
