@@ -16,6 +16,17 @@ struct Membership: SyncModel, Hashable {
     var creator: String
     /// The user ids of the members, in the order they joined.
     var members: [String]
+    /// The invitations waiting for their invitee's User record: names a member listed pending
+    /// while no record had them (an account whose record its registration had still to make).
+    /// The invitee's record, once made, finds them here (``MembershipKeeper/welcome(_:_:)``).
+    /// Records written before it existed decode with none.
+    var invited: [Invitation]
+
+    /// A name listed pending, and the member whose copy lists it.
+    struct Invitation: Codable, Hashable, Sendable {
+        var userName: String
+        var inviter: String
+    }
 
     var conversation: String { _id }
 
@@ -27,11 +38,29 @@ struct Membership: SyncModel, Hashable {
         try! ObjectKey(collection: collection, id: conversation)
     }
 
-    init(conversation: String, creator: String, members: [String]) {
+    init(conversation: String, creator: String, members: [String], invited: [Invitation] = []) {
         self._id = conversation
         self.creator = creator
         self.members = members
+        self.invited = invited
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        _id = try container.decode(String.self, forKey: ._id)
+        creator = try container.decode(String.self, forKey: .creator)
+        members = try container.decode([String].self, forKey: .members)
+        invited = try container.decodeIfPresent([Invitation].self, forKey: .invited) ?? []
     }
 
     func contains(_ userID: String) -> Bool { members.contains(userID) }
+
+    /// Keeps `name`'s invitation by `inviter` waiting, unless it is already, or `limit`
+    /// invitations wait (the oldest are kept: a member listing names that never register
+    /// cannot push out the room's earlier invitations, only stop adding their own).
+    mutating func awaitRecord(of name: String, invitedBy inviter: String, limit: Int) {
+        let invitation = Invitation(userName: name, inviter: inviter)
+        guard !invited.contains(invitation), invited.count < limit else { return }
+        invited.append(invitation)
+    }
 }

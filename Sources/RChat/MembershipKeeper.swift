@@ -11,7 +11,9 @@ import PartitionSync
 ///   of a fixed shape and size (a ``Conversation`` of id, display name, unread count 0, and the
 ///   members that are users) and becomes a member, and is marked active in the inviter's copy,
 ///   unless the copy would push the invitee's record over ``RChatLimits/invitationBudgetBytes``
-///   (then they stay pending).
+///   (then they stay pending). An invitee without a User record yet (an account whose
+///   registration has still to make it) waits in the membership record
+///   (``Membership/invited``) until the record is made (``welcome(_:_:)``).
 /// - A conversation no longer listed (left, or the account deleted) ends the membership.
 ///
 /// Hostile input is passed over, never thrown: a conversation id that is not
@@ -73,6 +75,39 @@ struct MembershipKeeper {
         for part in rest { _ = try await context.apply(Array(part.operations), in: part.partition) }
     }
 
+    /// A User record just made (or imported): the invitations that waited for it
+    /// (``Membership/invited``) are delivered as the inviters' copies still ask, and taken out
+    /// of the membership records.
+    ///
+    /// The membership trigger does not read back its own writes (an inviter's marks, an
+    /// invitee's copy): it is this, not reading the inviter's record again, that brings in an
+    /// invitee listed before their record existed. Events are handled in commit order, so a
+    /// record committed before an invitation is found by the invitation's search, and one
+    /// committed after it finds the invitation here.
+    func welcome(_ userID: String, _ user: User) async throws {
+        let name = user.userName
+        let waiting = try await context.keys(of: Membership.collection, whereArray: "invited", field: "userName", is: .string(name))
+        guard !waiting.isEmpty else { return }
+        let stored = try await context.objects(Membership.self, ids: waiting.map(\.key.id))
+        var copies: [Partition: [SyncOperation]] = [:]
+        var operations: [Partition: [SyncOperation]] = [:]
+        for (id, var membership) in stored.sorted(by: { $0.key < $1.key }) {
+            let inviters = membership.invited.filter { $0.userName == name }.map(\.inviter)
+            membership.invited.removeAll { $0.userName == name }
+            for inviterID in inviters where membership.contains(inviterID) && !membership.contains(userID) {
+                // The inviter's copy as it is now: an invitation they took back is not delivered.
+                guard let inviter = try await context.object(User.self, id: inviterID),
+                      let entry = inviter.conversations.first(where: { $0.id == id }),
+                      Self.pendingNames(in: entry, except: inviter.userName).contains(name)
+                else { continue }
+                try await invite(from: inviter, entry: entry, into: &membership, copies: &copies, operations: &operations, only: [name])
+            }
+            operations[Membership.partition(id), default: []].append(try membership.putOperation())
+        }
+        if !copies.isEmpty { try await context.applyInParts(copies) }
+        try await Self.apply(operations, in: context)
+    }
+
     /// An imported User record (docs/MIGRATING.md): every conversation it lists is a
     /// membership it had in the app it came from, which the operator vouched for by importing
     /// it, so the user becomes a member of each (the first one imported its creator). Nothing
@@ -110,12 +145,16 @@ struct MembershipKeeper {
     /// read. Every member's record lists the whole room (and each other room of theirs), so
     /// reading all of them to invite one more member into a room of 2,000 parsed 2,000
     /// records of ~170 kB: gigabytes.
+    ///
+    /// A pending name no User record has waits in `membership` (``Membership/invited``);
+    /// `only`, when given, limits the invitation to those names.
     private func invite(
         from inviter: User, entry: Conversation, into membership: inout Membership,
-        copies: inout [Partition: [SyncOperation]], operations: inout [Partition: [SyncOperation]]
+        copies: inout [Partition: [SyncOperation]], operations: inout [Partition: [SyncOperation]], only: Set<String>? = nil
     ) async throws {
         let id = entry.id
-        let names = Set(Self.pendingNames(in: entry, except: inviter.userName))
+        var names = Set(Self.pendingNames(in: entry, except: inviter.userName))
+        if let only { names.formIntersection(only) }
         guard !names.isEmpty else { return }
         // The copy's members are the conversation's members that are users, never names the
         // inviter merely marked active: one search finds the invitees and those users (the
@@ -125,8 +164,12 @@ struct MembershipKeeper {
         for (name, found) in try await context.keys(of: User.collection, where: "userName", in: Array(listed)) {
             if let first = found.min(by: { $0.key < $1.key }) { users[name] = (first.partition, first.key.id) }
         }
+        for name in names.sorted() where users[name] == nil {
+            membership.awaitRecord(of: name, invitedBy: inviter._id, limit: limits.maximumMembers)
+        }
         let invitees = users.filter { names.contains($0.key) }
         guard !invitees.isEmpty else { return }
+        membership.invited.removeAll { invitees[$0.userName] != nil }
         let current = membership
         let members = Set(users.filter { current.contains($0.value.id) }.keys).union(invitees.keys)
         let copy = try JSONValue(encoding: invitationCopy(of: entry, members: members))

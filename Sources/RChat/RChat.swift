@@ -38,6 +38,7 @@ public enum RChat {
             indexes: [
                 .field(collection: User.collection, path: "userName"),
                 .arrayElements(collection: User.collection, path: "conversations", field: "id"),
+                .arrayElements(collection: Membership.collection, path: "invited", field: "userName"),
             ],
             counters: [.arrayElements(collection: User.collection, path: "conversations", selectedBy: "id", field: "unreadCount")],
             importing: importMapping)

@@ -12,7 +12,8 @@ public struct RChatLimits: Sendable, Hashable {
     public var maximumDisplayNameLength: Int
     /// The longest member userName (an email address), in characters. Default 254.
     public var maximumUserNameLength: Int
-    /// The most members a conversation lists. Default 2,000.
+    /// The most members a conversation lists, and the most invitations of one that wait for
+    /// their invitee's User record (``Membership/invited``). Default 2,000.
     public var maximumMembers: Int
     /// The most conversations a user's own writes may list. Default 500.
     public var maximumConversations: Int

@@ -51,6 +51,14 @@ struct BigRoomTests {
             var versions: [Int64] = []
             for try await version in rows.decode(Int64.self) { versions.append(version) }
             #expect(versions == Array(repeating: 2, count: 39))
+            // The copies and the creator's marks were written by the membership trigger: no
+            // event of them was recorded for it to read back; the creator's upload is one.
+            let events = try await db.client.query(
+                "SELECT author, count(*)::bigint FROM psync_events WHERE collection = 'User' AND operation = 'update' GROUP BY author",
+                logger: db.logger)
+            var authors: [String: Int64] = [:]
+            for try await (author, count) in events.decode((String, Int64).self) { authors[author] = count }
+            #expect(authors["trigger:rchat.user-changed"] == nil && authors[creator.userID] == 1, "\(authors)")
             await app.close()
         }
     }

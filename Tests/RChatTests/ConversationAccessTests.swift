@@ -237,6 +237,32 @@ struct ConversationAccessTests {
         }
     }
 
+    @Test("an invitee who registers after the invitation gets the room when their record is made, and reads it")
+    func invitedBeforeRegistering() async throws {
+        try await RChatHarness.with { db, server in
+            let store = db.store()
+            let alice = try await Self.users(server, store, ["alice"])[0]
+            let aliceApp = try await Self.app(server, alice)
+            let room = "c-\(UUID().uuidString.prefix(8).lowercased())"
+            #expect(try await aliceApp.upload(
+                [.arrayAppend(key("User", alice.userID), path: path("conversations"),
+                              value: RChatHarness.conversation(room, name: "Early", creator: "alice@example.com", members: ["bob@example.com"]))],
+                to: RChatPartitions.user(alice.userID), requestId: "create").isAck)
+            #expect(try await RChatHarness.eventually { try await Self.membership(store, room) == [alice.userID] })
+            #expect(try await aliceApp.upload([RChatHarness.message("m1", in: room, author: "alice@example.com", text: "before you came")],
+                                              to: RChatPartitions.conversation(room), requestId: "m1").isAck)
+
+            let bob = try await Self.users(server, store, ["bob"])[0]
+            #expect(try await RChatHarness.eventually { try await Self.membership(store, room) == [alice.userID, bob.userID] })
+            #expect(try await RChatHarness.eventually { try await Self.lists(store, bob.userID, room) })
+            let marks = try await store.body(of: key("User", alice.userID))?["conversations"]?.arrayValue?.first { $0["id"] == .string(room) }
+            #expect(marks?["members"]?.arrayValue?.map { $0["membershipStatus"] } == [Self.active, Self.active])
+            let pull = try await server.http.get("/v1/partitions/conversation%3D\(room)/changes", token: bob.accessToken)
+            #expect(pull.status == 200)
+            await aliceApp.close()
+        }
+    }
+
     @Test("finding 2: invitations stop at the invitee's budget; the invitee can still write their record")
     func invitationBudget() async throws {
         let limits = RChatLimits(maximumConversations: 2)

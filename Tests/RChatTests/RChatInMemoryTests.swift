@@ -164,4 +164,89 @@ struct RChatInMemoryTests {
         #expect(!RChatTriggers.userChanged.matches(.object(change, in: partition, author: RChatTriggers.unreadCountsAuthor)))
         #expect(RChatTriggers.userChanged.matches(.object(change, in: partition, author: "ann")) == false, "an unread count alone concerns no one")
     }
+
+    @Test("the membership trigger's own updates of User records (an invitee's copy) are not events it reads; the same change by the user is")
+    func ownWritesPassedOver() throws {
+        let partition = RChatPartitions.user("bob")
+        let copy: JSONValue = ["id": "c1", "displayName": "Room", "unreadCount": 0, "members": [["userName": "ann", "membershipStatus": "Membership active"]]]
+        let change = ObjectChange(
+            key: RChat.userKey("bob"), before: .live(["conversations": []]), after: .live(["conversations": [copy]]), encodedBody: nil)
+        #expect(RChatTriggers.userChangedAuthor == "trigger:" + RChatTriggers.userChanged.name)
+        #expect(!RChatTriggers.userChanged.matches(.object(change, in: partition, author: RChatTriggers.userChangedAuthor)))
+        #expect(RChatTriggers.userChanged.matches(.object(change, in: partition, author: "bob")))
+    }
+
+    /// Runs the membership trigger on the save of `user` by `author`.
+    func changed(_ user: User, by author: String) async throws {
+        let partition = RChatPartitions.user(user._id)
+        let changes = try await trigger.save(user, in: partition)
+        let event = ChangeEvent.object(try #require(changes.first), in: partition, author: author)
+        try #require(RChatTriggers.userChanged.matches(event))
+        try await RChatTriggers.userChanged.handler(event, trigger)
+    }
+
+    func pending(_ id: String, creator: String, invitees: [String]) -> Conversation {
+        Conversation(
+            id: id, displayName: id,
+            members: [Member(userName: "\(creator)@example.com", membershipStatus: .active)]
+                + invitees.map { Member(userName: "\($0)@example.com", membershipStatus: .pending) })
+    }
+
+    @Test("an invitee whose User record is made after the invitation (its registration's trigger came later) gets the room when it is made; one that never registers waits in the membership record")
+    func invitationWaitsForTheRecord() async throws {
+        var ann = try user("ann")
+        ann.conversations = [pending("c1", creator: "ann", invitees: ["bob", "carol"])]
+        try await changed(ann, by: "ann")
+        var membership = try #require(try await trigger.object(Membership.self, id: "c1"))
+        #expect(membership.members == ["ann"])
+        #expect(Set(membership.invited.map(\.userName)) == ["bob@example.com", "carol@example.com"])
+        #expect(membership.invited.allSatisfy { $0.inviter == "ann" })
+
+        // bob's record is made, as the registration trigger makes it.
+        let bob = User(_id: "bob", userName: "bob@example.com")
+        try await changed(bob, by: "trigger:rchat.user-registered")
+
+        membership = try #require(try await trigger.object(Membership.self, id: "c1"))
+        #expect(membership.members == ["ann", "bob"])
+        #expect(membership.invited.map(\.userName) == ["carol@example.com"])
+        let copy = try #require(try await trigger.object(User.self, id: "bob")?.conversations.first)
+        #expect(copy.id == "c1" && copy.members.map(\.userName) == ["ann@example.com", "bob@example.com"])
+        let marks = try #require(try await trigger.object(User.self, id: "ann")?.conversations.first?.members)
+        #expect(marks.map(\.membershipStatus) == [.active, .active, .pending])
+    }
+
+    @Test("an invitation the inviter took back before the invitee's record was made is not delivered")
+    func withdrawnInvitationNotDelivered() async throws {
+        var ann = try user("ann")
+        ann.conversations = [pending("c1", creator: "ann", invitees: ["bob"])]
+        try await changed(ann, by: "ann")
+        ann.conversations = [pending("c1", creator: "ann", invitees: [])]
+        try await changed(ann, by: "ann")
+
+        try await changed(User(_id: "bob", userName: "bob@example.com"), by: "trigger:rchat.user-registered")
+        let membership = try #require(try await trigger.object(Membership.self, id: "c1"))
+        #expect(membership.members == ["ann"] && membership.invited.isEmpty)
+        #expect(try await trigger.object(User.self, id: "bob")?.conversations.isEmpty == true)
+    }
+
+    @Test("waiting invitations are bounded by maximumMembers per room")
+    func waitingInvitationsBounded() async throws {
+        let limits = RChatLimits(maximumMembers: 3)
+        var ann = try user("ann")
+        ann.conversations = [pending("c1", creator: "ann", invitees: ["b", "c"])]
+        let partition = RChatPartitions.user("ann")
+        let changes = try await trigger.save(ann, in: partition)
+        try await RChatTriggers.userChanged(limits: limits).handler(.object(try #require(changes.first), in: partition, author: "ann"), trigger)
+        ann.conversations = [pending("c1", creator: "ann", invitees: ["b", "c", "d", "e"])]
+        let more = try await trigger.save(ann, in: partition)
+        try await RChatTriggers.userChanged(limits: limits).handler(.object(try #require(more.first), in: partition, author: "ann"), trigger)
+        let membership = try #require(try await trigger.object(Membership.self, id: "c1"))
+        #expect(membership.invited.map(\.userName) == ["b@example.com", "c@example.com", "d@example.com"])
+    }
+
+    @Test("a membership record written before invitations could wait decodes with none")
+    func membershipWithoutInvited() throws {
+        let membership = try Membership.decode(["_id": "c1", "creator": "ann", "members": ["ann"]], of: Membership.key("c1"))
+        #expect(membership.invited.isEmpty && membership.members == ["ann"])
+    }
 }
