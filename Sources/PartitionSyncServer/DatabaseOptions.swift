@@ -37,7 +37,13 @@ struct DatabaseOptions: ParsableArguments {
         // Read here for its check: the command's logger reads it after the validation.
         _ = EnvironmentDefault.logLevel("LOG_LEVEL")
         try EnvironmentDefault.check()
-        guard connectTimeout >= 0 else { throw ValidationError("--db-connect-timeout is 0 or more") }
+        try OptionBounds.check([
+            OptionBounds("--max-connections", env: "PSYNC_DB_POOL", maximumConnections, 1...10_000),
+            OptionBounds("--db-keepalive", env: "PSYNC_DB_KEEPALIVE", keepAliveSeconds, atLeast: 0),
+            OptionBounds("--db-statement-bytes", env: "PSYNC_DB_STATEMENT_BYTES", statementBytes, atLeast: 1_024),
+            OptionBounds("--db-counters-per-object", env: "PSYNC_DB_COUNTERS_PER_OBJECT", countersPerObject, 0...1_000),
+            OptionBounds("--db-connect-timeout", env: "PSYNC_DB_CONNECT_TIMEOUT", connectTimeout, atLeast: 0),
+        ])
     }
 
     /// The database URL, starting the embedded PostgreSQL first when no URL is configured.

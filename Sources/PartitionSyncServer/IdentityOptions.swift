@@ -31,7 +31,13 @@ struct IdentityOptions: ParsableArguments {
     @Option(name: .customLong("verification-resend-interval"), help: "Seconds between two codes sent to one account (env PSYNC_VERIFICATION_RESEND_INTERVAL).")
     var resendInterval: Int = EnvironmentDefault.value("PSYNC_VERIFICATION_RESEND_INTERVAL", default: 60)
 
-    func validate() throws { try EnvironmentDefault.check() }
+    func validate() throws {
+        try EnvironmentDefault.check()
+        try OptionBounds.check([
+            OptionBounds("--verification-code-ttl", env: "PSYNC_VERIFICATION_CODE_TTL", codeLifetime, atLeast: 1),
+            OptionBounds("--verification-resend-interval", env: "PSYNC_VERIFICATION_RESEND_INTERVAL", resendInterval, atLeast: 0),
+        ])
+    }
 
     @Option(name: .customLong("oidc-issuer"), help: "Issuer of an OpenID Connect provider whose access tokens are accepted (env PSYNC_OIDC_ISSUER).")
     var oidcIssuerOption: String?

@@ -117,10 +117,10 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("--replica-url: \(String(describing: error).replacingOccurrences(of: "DATABASE_URL", with: "the replica's URL"))")
             }
         }
-        configuration.pollInterval = .milliseconds(max(10, replicaPollMilliseconds))
-        configuration.maximumLagBytes = max(0, replicaMaximumLagBytes)
-        configuration.wait = .milliseconds(min(max(0, replicaWaitMilliseconds), 10_000))
-        configuration.readTimeout = configuration.wait + .milliseconds(min(max(10, replicaReadTimeoutMilliseconds), 600_000))
+        configuration.pollInterval = .milliseconds(replicaPollMilliseconds)
+        configuration.maximumLagBytes = replicaMaximumLagBytes
+        configuration.wait = .milliseconds(replicaWaitMilliseconds)
+        configuration.readTimeout = configuration.wait + .milliseconds(replicaReadTimeoutMilliseconds)
         configuration.poolSize = max(1, database.maximumConnections / 2)
         return configuration
     }
@@ -218,6 +218,58 @@ struct Serve: AsyncParsableCommand {
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
             throw ValidationError("--log-level is one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(logLevel)\"")
         }
+        try OptionBounds.check(bounds)
+    }
+
+    /// The values each numeric option takes (``OptionBounds``).
+    var bounds: [OptionBounds] {
+        [
+            OptionBounds("--port", env: "PSYNC_PORT", port, 0...65_535),
+            OptionBounds("--access-token-ttl", env: "PSYNC_ACCESS_TOKEN_TTL", accessTokenTTL, atLeast: 1),
+            OptionBounds("--bcrypt-cost", env: "PSYNC_BCRYPT_COST", bcryptCost, 4...31),
+            OptionBounds("--refresh-grace", env: "PSYNC_REFRESH_GRACE", refreshGrace, atLeast: 0),
+            OptionBounds("--registrations-per-address", env: "PSYNC_REGISTRATIONS_PER_ADDRESS", registrationsPerAddress, atLeast: 0),
+            OptionBounds("--registration-window", env: "PSYNC_REGISTRATION_WINDOW", registrationWindow, atLeast: 1),
+            OptionBounds("--failures-per-account-address", env: "PSYNC_FAILURES_PER_ACCOUNT_ADDRESS", failuresPerAccountAddress, atLeast: 1),
+            OptionBounds("--failures-per-address", env: "PSYNC_FAILURES_PER_ADDRESS", failuresPerAddress, atLeast: 1),
+            OptionBounds("--failures-per-account", env: "PSYNC_FAILURES_PER_ACCOUNT", failuresPerAccount, atLeast: 1),
+            OptionBounds("--account-backoff-ms", env: "PSYNC_ACCOUNT_BACKOFF_MS", accountBackoffMilliseconds, atLeast: 0),
+            OptionBounds("--failure-window", env: "PSYNC_FAILURE_WINDOW", failureWindow, atLeast: 1),
+            OptionBounds("--password-hash-concurrency", env: "PSYNC_PASSWORD_HASH_CONCURRENCY", passwordHashConcurrency ?? 1, 1...1_024),
+            OptionBounds("--password-hash-queue", env: "PSYNC_PASSWORD_HASH_QUEUE", passwordHashQueue, atLeast: 0),
+            OptionBounds("--replica-poll-ms", env: "PSYNC_REPLICA_POLL_MS", replicaPollMilliseconds, 10...3_600_000),
+            OptionBounds("--replica-max-lag-bytes", env: "PSYNC_REPLICA_MAX_LAG_BYTES", replicaMaximumLagBytes, atLeast: 0),
+            OptionBounds("--replica-wait-ms", env: "PSYNC_REPLICA_WAIT_MS", replicaWaitMilliseconds, 0...10_000),
+            OptionBounds("--replica-read-timeout-ms", env: "PSYNC_REPLICA_READ_TIMEOUT_MS", replicaReadTimeoutMilliseconds, 10...600_000),
+            OptionBounds("--idle-timeout", env: "PSYNC_IDLE_TIMEOUT", idleTimeout, atLeast: 1),
+            OptionBounds("--trigger-lease", env: "PSYNC_TRIGGER_LEASE", triggerLease, atLeast: 1),
+            OptionBounds("--presence-lease", env: "PSYNC_PRESENCE_LEASE", presenceLease, atLeast: 1),
+            OptionBounds("--upload-transactions", env: "PSYNC_UPLOAD_TRANSACTIONS", uploadTransactions, atLeast: 1),
+            OptionBounds("--trigger-timeout", env: "PSYNC_TRIGGER_TIMEOUT", triggerTimeout, atLeast: 1),
+            OptionBounds("--trigger-run-events", env: "PSYNC_TRIGGER_RUN_EVENTS", triggerRunEvents, 1...100_000),
+            OptionBounds("--trigger-run-bytes", env: "PSYNC_TRIGGER_RUN_BYTES", triggerRunBytes, atLeast: 1),
+            OptionBounds("--trigger-part-bytes", env: "PSYNC_TRIGGER_PART_BYTES", triggerPartBytes, atLeast: 1),
+            OptionBounds("--trigger-max-lag", env: "PSYNC_TRIGGER_MAX_LAG", triggerMaxLag, atLeast: 0),
+            OptionBounds("--stop-timeout", env: "PSYNC_STOP_TIMEOUT", stopTimeout, atLeast: 1),
+            OptionBounds("--api-key-session-lifetime", env: "PSYNC_API_KEY_SESSION_LIFETIME", apiKeySessionLifetime, atLeast: 1),
+            OptionBounds("--auth-timeout", env: "PSYNC_AUTH_TIMEOUT", authTimeout, atLeast: 1),
+            OptionBounds("--unauthenticated-message-limit", env: "PSYNC_UNAUTHENTICATED_MESSAGE_LIMIT", unauthenticatedMessageLimit, atLeast: 1),
+            OptionBounds("--max-sessions-per-user", env: "PSYNC_MAX_SESSIONS_PER_USER", maxSessionsPerUser, atLeast: 1),
+            OptionBounds("--page-bytes", env: "PSYNC_PAGE_BYTES", pageBytes, atLeast: 1),
+            OptionBounds("--max-message-bytes", env: "PSYNC_MAX_MESSAGE_BYTES", maxMessageBytes, atLeast: 1),
+            OptionBounds("--max-queued-uploads", env: "PSYNC_MAX_QUEUED_UPLOADS", maxQueuedUploads, atLeast: 1),
+            OptionBounds("--session-queue-bytes", env: "PSYNC_SESSION_QUEUE_BYTES", sessionQueueBytes, atLeast: 1),
+            OptionBounds("--max-queued-replies", env: "PSYNC_MAX_QUEUED_REPLIES", maxQueuedReplies, atLeast: Int64(SessionConfiguration.minimumQueuedReplies)),
+            OptionBounds("--upload-timeout", env: "PSYNC_UPLOAD_TIMEOUT", uploadTimeout, atLeast: 1),
+            OptionBounds("--lock-patience", env: "PSYNC_LOCK_PATIENCE_MS", lockPatience, atLeast: 1),
+            OptionBounds("--blob-max-bytes", env: "PSYNC_BLOB_MAX_BYTES", blobMaxBytes, atLeast: 0),
+            OptionBounds("--blob-quota-bytes", env: "PSYNC_BLOB_QUOTA_BYTES", blobQuotaBytes, atLeast: 0),
+            OptionBounds("--blob-grace", env: "PSYNC_BLOB_GRACE", blobGrace, atLeast: 0),
+            OptionBounds("--blob-collect-interval", env: "PSYNC_BLOB_COLLECT_INTERVAL", blobCollectInterval, atLeast: 1),
+            OptionBounds("--tombstone-retention", env: "PSYNC_TOMBSTONE_RETENTION", tombstoneRetention, atLeast: 0),
+            OptionBounds("--expiry-interval-ms", env: "PSYNC_EXPIRY_INTERVAL_MS", expiryIntervalMilliseconds, atLeast: 10),
+            OptionBounds("--expiry-batch", env: "PSYNC_EXPIRY_BATCH", expiryBatch, atLeast: 1),
+        ]
     }
 
     func run() async throws {
@@ -237,7 +289,7 @@ struct Serve: AsyncParsableCommand {
         let (url, embedded) = try await database.resolve(logger: logger)
         var configuration = ServerConfiguration()
         configuration.host = host
-        configuration.databasePoolSize = max(1, database.maximumConnections)
+        configuration.databasePoolSize = database.maximumConnections
         configuration.databaseKeepAlive = database.keepAliveSeconds > 0 ? .seconds(database.keepAliveSeconds) : nil
         configuration.port = port
         configuration.auth.jwtSecret = try jwtSecret ?? database.persistentJWTSecret(embedded: embedded != nil, logger: logger)
@@ -267,27 +319,27 @@ struct Serve: AsyncParsableCommand {
         configuration.sessions.unauthenticatedMessageBytes = unauthenticatedMessageLimit
         configuration.sessions.maximumSessionsPerUser = maxSessionsPerUser
         configuration.storage.maximumPageBytes = pageBytes
-        configuration.storage.lockPatience = .milliseconds(max(1, lockPatience))
-        configuration.storage.statementBytes = max(1_024, database.statementBytes)
-        configuration.storage.countersPerObject = min(max(0, database.countersPerObject), 1_000)
+        configuration.storage.lockPatience = .milliseconds(lockPatience)
+        configuration.storage.statementBytes = database.statementBytes
+        configuration.storage.countersPerObject = database.countersPerObject
         configuration.sessions.maximumMessageBytes = maxMessageBytes
         configuration.sessions.maximumQueuedUploads = maxQueuedUploads
-        configuration.sessions.outboxLimitBytes = max(1, sessionQueueBytes)
-        configuration.sessions.outboxLimitReplies = max(SessionConfiguration.minimumQueuedReplies, maxQueuedReplies)
-        configuration.uploadTimeout = .seconds(max(1, uploadTimeout))
-        configuration.triggers.operationTimeout = .seconds(max(1, triggerTimeout))
+        configuration.sessions.outboxLimitBytes = sessionQueueBytes
+        configuration.sessions.outboxLimitReplies = maxQueuedReplies
+        configuration.uploadTimeout = .seconds(uploadTimeout)
+        configuration.triggers.operationTimeout = .seconds(triggerTimeout)
         configuration.triggers.maximumLag = triggerMaxLag
-        configuration.triggers.eventsPerRun = min(max(1, triggerRunEvents), 100_000)
-        configuration.triggers.runBytes = max(1, triggerRunBytes)
-        configuration.triggers.partBytes = max(1, triggerPartBytes)
-        configuration.stopTimeout = .seconds(max(1, stopTimeout))
-        configuration.blobs.maximumBytes = max(0, blobMaxBytes)
-        configuration.blobs.quotaBytes = max(0, blobQuotaBytes)
-        configuration.blobs.unreferencedGrace = .seconds(max(0, blobGrace))
-        configuration.blobs.collectInterval = .seconds(max(1, blobCollectInterval))
-        configuration.retention.tombstones = .seconds(max(0, tombstoneRetention))
-        configuration.expiry.interval = .milliseconds(max(10, expiryIntervalMilliseconds))
-        configuration.expiry.batchSize = max(1, expiryBatch)
+        configuration.triggers.eventsPerRun = triggerRunEvents
+        configuration.triggers.runBytes = triggerRunBytes
+        configuration.triggers.partBytes = triggerPartBytes
+        configuration.stopTimeout = .seconds(stopTimeout)
+        configuration.blobs.maximumBytes = blobMaxBytes
+        configuration.blobs.quotaBytes = blobQuotaBytes
+        configuration.blobs.unreferencedGrace = .seconds(blobGrace)
+        configuration.blobs.collectInterval = .seconds(blobCollectInterval)
+        configuration.retention.tombstones = .seconds(tombstoneRetention)
+        configuration.expiry.interval = .milliseconds(expiryIntervalMilliseconds)
+        configuration.expiry.batchSize = expiryBatch
         let server = SyncServer(configuration: configuration, database: url, application: Served.application, logger: logger)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: server)]
         if let embedded {

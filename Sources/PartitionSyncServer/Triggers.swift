@@ -18,7 +18,10 @@ struct Triggers: AsyncParsableCommand {
         @Option(name: .customLong("max-lag"), help: "Events behind after which a trigger shows as behind (env PSYNC_TRIGGER_MAX_LAG).")
         var maximumLag: Int64 = EnvironmentDefault.value("PSYNC_TRIGGER_MAX_LAG", default: 10_000)
 
-        func validate() throws { try EnvironmentDefault.check() }
+        func validate() throws {
+            try EnvironmentDefault.check()
+            try OptionBounds.check([OptionBounds("--max-lag", env: "PSYNC_TRIGGER_MAX_LAG", maximumLag, atLeast: 0)])
+        }
 
         func run() async throws {
             let logger = Served.commandLogger

@@ -116,6 +116,40 @@ struct StartupTests {
         }
     }
 
+    @Test("a numeric option outside its values stops the command with exit code 64, one line naming the option, its variable and its values; a value at each edge is taken")
+    func optionBounds() async throws {
+        let nowhere = "postgres://nobody@127.0.0.1:1/nothing?sslmode=disable"
+        let serve = ["serve", "--port", "0", "--database-url", nowhere]
+        let refused: [(arguments: [String], environment: [String: String], lines: [String])] = [
+            (serve + ["--trigger-run-events", "100001"], ["PSYNC_STOP_TIMEOUT": "0"],
+             ["Error: --trigger-run-events (env PSYNC_TRIGGER_RUN_EVENTS) takes 1 to 100000, not 100001",
+              "--stop-timeout (env PSYNC_STOP_TIMEOUT) takes 1 or more, not 0"]),
+            (serve + ["--max-queued-replies", "99"], [:], ["Error: --max-queued-replies (env PSYNC_MAX_QUEUED_REPLIES) takes 100 or more, not 99"]),
+            (serve + ["--bcrypt-cost", "3"], [:], ["Error: --bcrypt-cost (env PSYNC_BCRYPT_COST) takes 4 to 31, not 3"]),
+            (serve + ["--replica-wait-ms", "10001"], [:], ["Error: --replica-wait-ms (env PSYNC_REPLICA_WAIT_MS) takes 0 to 10000, not 10001"]),
+            (serve, ["PSYNC_DB_COUNTERS_PER_OBJECT": "1001"], ["Error: --db-counters-per-object (env PSYNC_DB_COUNTERS_PER_OBJECT) takes 0 to 1000, not 1001"]),
+            (serve + ["--verification-code-ttl", "0"], [:], ["Error: --verification-code-ttl (env PSYNC_VERIFICATION_CODE_TTL) takes 1 or more, not 0"]),
+            (["triggers", "list", "--database-url", nowhere, "--max-lag=-1"], [:], ["Error: --max-lag (env PSYNC_TRIGGER_MAX_LAG) takes 0 or more, not -1"]),
+            (["migrate", "--database-url", nowhere, "--db-connect-timeout=-1"], [:],
+             ["Error: --db-connect-timeout (env PSYNC_DB_CONNECT_TIMEOUT) takes 0 or more, not -1"]),
+        ]
+        for (arguments, variables, lines) in refused {
+            let (status, text) = try await Self.run(arguments, environment: variables)
+            #expect(status == 64, "\(arguments) \(variables): exit \(status)\n\(text.prefix(2000))")
+            for line in lines { #expect(text.contains(line), "\(arguments) \(variables): no \(line)\n\(text.prefix(2000))") }
+        }
+        // Every edge at once is taken: the start goes on to the secret's check, which stops it (78).
+        let edges = serve + [
+            "--jwt-secret", "short", "--trigger-run-events", "100000", "--stop-timeout", "1", "--max-queued-replies", "100",
+            "--bcrypt-cost", "31", "--replica-wait-ms", "0", "--replica-read-timeout-ms", "600000", "--expiry-interval-ms", "10",
+            "--db-counters-per-object", "1000", "--max-connections", "1", "--blob-grace", "0",
+        ]
+        let (status, text) = try await Self.run(edges, environment: ["PSYNC_BCRYPT_COST": "4", "PSYNC_REPLICA_POLL_MS": "10"])
+        #expect(status == 78 && text.contains("PSYNC_JWT_SECRET"), "exit \(status)\n\(text.prefix(2000))")
+        let (listed, listText) = try await Self.run(["triggers", "list", "--database-url", nowhere, "--max-lag", "0", "--db-connect-timeout", "0"], environment: [:])
+        #expect(listed == 1 && listText.contains("cannot connect to the database"), "exit \(listed)\n\(listText.prefix(2000))")
+    }
+
     @Test("a one-shot command whose database cannot be reached gives up after --db-connect-timeout, saying why; one whose database refuses its password says the server's reason")
     func unreachableDatabase() async throws {
         let nowhere = "postgres://nobody@127.0.0.1:1/nothing?sslmode=disable"
