@@ -88,7 +88,7 @@ struct DatabaseOptions: ParsableArguments {
         let (url, embedded) = try await resolve(logger: logger)
         logger.info("database", metadata: ["url": "\(url)"])
         do {
-            try await DatabaseReachability(url: url, patience: .seconds(connectTimeout)).wait(logger: logger)
+            try await DatabaseReachability(url: url, patience: .upTo(.seconds(connectTimeout))).wait(logger: logger)
         } catch {
             try? await embedded?.stop()
             throw error

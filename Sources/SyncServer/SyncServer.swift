@@ -50,6 +50,10 @@ package final class SyncServer: Service, Sendable {
     }
 
     private let servingStore = Locked<ObjectStore?>(nil)
+    /// Whether the server is still waiting for its database to take a first connection (a
+    /// graceful stop then has nothing to wind down, and ends the wait at once: `stopped`).
+    private let databaseWait = Locked(DatabaseWaitState.waiting)
+    private enum DatabaseWaitState { case waiting, answered, stopped }
 
     /// The element indexes the searches of the store the server serves with read, once its
     /// database is prepared (for tests).
@@ -120,6 +124,9 @@ package final class SyncServer: Service, Sendable {
                         await client.run()
                     }
                     for await _ in started {}
+                    // As long as it takes, saying so (the pool would retry in silence).
+                    try await DatabaseReachability(url: self.database, patience: .forever, time: self.configuration.time).wait(logger: self.logger)
+                    self.databaseWait.withLock { $0 = .answered }
                     try await self.prepareDatabase(client: client, store: store)
                     if let replicas { group.addTask { await replicas.run() } }
                     // Registered before serving, so the other instances start announcing.
@@ -132,9 +139,21 @@ package final class SyncServer: Service, Sendable {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     // Awaited through `withDeadline`, which returns when cancelled: a task's value
                     // awaited directly holds the group until the task ends, however long.
-                    group.addTask { try await withDeadline(nil, "the server") { try await running.value } }
+                    group.addTask {
+                        do { try await withDeadline(nil, "the server") { try await running.value } } catch is CancellationError where self.databaseWait.withLock({ $0 == .stopped }) {
+                            // Stopped while waiting for the database: a graceful stop, not a failure.
+                        }
+                    }
                     group.addTask {
                         try await gracefulShutdown()
+                        if self.databaseWait.withLock({ state in
+                            guard state == .waiting else { return false }
+                            state = .stopped
+                            return true
+                        }) {
+                            self.logger.notice("stopping before the database answered")
+                            running.cancel()
+                        }
                         await self.sessions.windDown(timeout: self.configuration.sessions.shutdownTimeout)
                         await inner.triggerGracefulShutdown()
                         do {

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import PartitionSync
 import ServiceLifecycle
 import SyncServer
@@ -166,6 +167,47 @@ struct StartupTests {
             #expect(status == 1, "exit \(status)\n\(text.prefix(2000))")
             #expect(text.contains("refused the connection: password authentication failed for user"), "\(text.prefix(2000))")
         }
+    }
+
+    @Test("serve waits for an unreachable database saying so in one line (not a line per try), and a SIGTERM meanwhile stops it at once with status 0")
+    func serveWaitsForTheDatabase() async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ServerProcess.executable)
+        process.arguments = ["serve", "--port", "0", "--database-url", "postgres://nobody@127.0.0.1:1/nothing?sslmode=disable"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["PSYNC_JWT_SECRET"] = TestServer.jwtSecret
+        environment["LOG_LEVEL"] = "info"
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        let (lines, sink) = AsyncStream.makeStream(of: String.self)
+        let text = Locked("")
+        output.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            guard !data.isEmpty else { sink.finish(); return }
+            sink.yield(text.withLock { $0 += String(decoding: data, as: UTF8.self); return $0 })
+        }
+        let exited = AsyncStream.makeStream(of: Int32.self)
+        process.terminationHandler = { exited.continuation.yield($0.terminationStatus); exited.continuation.finish() }
+        try process.run()
+        var waiting = false
+        // The pool's own retries (a line per try) end the wait too: that is the failure.
+        for await seen in lines where seen.contains("waiting for the database at 127.0.0.1:1") || seen.contains("Connection creation failed") {
+            waiting = !seen.contains("Connection creation failed")
+            break
+        }
+        #expect(waiting)
+        process.terminate()
+        var status: Int32?
+        for await code in exited.stream { status = code }
+        output.fileHandleForReading.readabilityHandler = nil
+        let log = text.withLock { $0 }
+        #expect(status == 0, "\(log.prefix(3000))")
+        #expect(log.components(separatedBy: "waiting for the database").count == 2, "one line: \(log.prefix(3000))")
+        #expect(!log.contains("Connection creation failed") && !log.contains("CancellationError"), "\(log.prefix(3000))")
+        #expect(log.contains("stopping before the database answered"), "\(log.prefix(3000))")
     }
 
     /// Runs `psync` with `arguments` and `environment` over the test's own, to its end: its
