@@ -17,17 +17,7 @@ struct StartupTests {
             try await first.start()
             defer { Task { [first] in await first.stop() } }
 
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: ServerProcess.executable)
-            process.arguments = ["serve", "--port", "\(first.port)", "--database-url", db.url.urlString]
-            var environment = ProcessInfo.processInfo.environment
-            environment["PSYNC_JWT_SECRET"] = TestServer.jwtSecret
-            environment["LOG_LEVEL"] = "info"
-            process.environment = environment
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            process.standardInput = FileHandle.nullDevice
+            let (process, output) = Self.psync(["serve", "--port", "\(first.port)", "--database-url", db.url.urlString])
             try process.run()
             let deadline = ContinuousClock.now + .seconds(60)
             while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
@@ -171,17 +161,7 @@ struct StartupTests {
 
     @Test("serve waits for an unreachable database saying so in one line (not a line per try), and a SIGTERM meanwhile stops it at once with status 0")
     func serveWaitsForTheDatabase() async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ServerProcess.executable)
-        process.arguments = ["serve", "--port", "0", "--database-url", "postgres://nobody@127.0.0.1:1/nothing?sslmode=disable"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["PSYNC_JWT_SECRET"] = TestServer.jwtSecret
-        environment["LOG_LEVEL"] = "info"
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
+        let (process, output) = Self.psync(["serve", "--port", "0", "--database-url", "postgres://nobody@127.0.0.1:1/nothing?sslmode=disable"])
         let (lines, sink) = AsyncStream.makeStream(of: String.self)
         let text = Locked("")
         output.fileHandleForReading.readabilityHandler = { handle in
@@ -208,6 +188,22 @@ struct StartupTests {
         #expect(log.components(separatedBy: "waiting for the database").count == 2, "one line: \(log.prefix(3000))")
         #expect(!log.contains("Connection creation failed") && !log.contains("CancellationError"), "\(log.prefix(3000))")
         #expect(log.contains("stopping before the database answered"), "\(log.prefix(3000))")
+    }
+
+    /// `psync` with `arguments`, logging at info into one pipe (standard output and error), not started.
+    static func psync(_ arguments: [String]) -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ServerProcess.executable)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["PSYNC_JWT_SECRET"] = TestServer.jwtSecret
+        environment["LOG_LEVEL"] = "info"
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        return (process, output)
     }
 
     /// Runs `psync` with `arguments` and `environment` over the test's own, to its end: its
