@@ -13,13 +13,13 @@ struct ImportBatch: Sendable {
     /// struct of a dozen references retained each of them every time (a tenth of an import's
     /// CPU went to retaining and releasing).
     final class Entry: Sendable {
-        let upload: Upload
+        let object: NewObject
         let collection: String
         /// Where the document was read, its `_id` the only field kept.
         let source: SourceDocument
 
-        init(upload: Upload, collection: String, source: SourceDocument) {
-            self.upload = upload
+        init(object: NewObject, collection: String, source: SourceDocument) {
+            self.object = object
             self.collection = collection
             self.source = source
         }

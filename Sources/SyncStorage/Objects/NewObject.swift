@@ -1,0 +1,23 @@
+import PartitionSync
+import SyncProtocol
+
+/// An object an import creates: its key, its partition and its body (`_id` and `partition`
+/// set as the engine sets them, or left out for the engine to set). What
+/// ``ObjectStore/importObjects(_:author:validate:commit:provisionalBlobs:)`` takes, without an
+/// ``Upload`` and a list of operations around each document.
+package struct NewObject: Sendable {
+    package var key: ObjectKey
+    package var partition: Partition
+    package var body: [String: JSONValue]
+
+    package init(key: ObjectKey, partition: Partition, body: [String: JSONValue]) {
+        self.key = key
+        self.partition = partition
+        self.body = body
+    }
+
+    /// The upload of one `put` that writes this object the careful way (reading its key).
+    func upload(by author: String) -> Upload {
+        Upload(partition: partition, operations: [.put(key, body: body)], principal: author)
+    }
+}
