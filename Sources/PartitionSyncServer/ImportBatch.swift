@@ -13,13 +13,13 @@ struct ImportBatch: Sendable {
     /// struct of a dozen references retained each of them every time (a tenth of an import's
     /// CPU went to retaining and releasing).
     final class Entry: Sendable {
-        let upload: Upload
+        let object: NewObject
         let collection: String
         /// Where the document was read, its `_id` the only field kept.
         let source: SourceDocument
 
-        init(upload: Upload, collection: String, source: SourceDocument) {
-            self.upload = upload
+        init(object: NewObject, collection: String, source: SourceDocument) {
+            self.object = object
             self.collection = collection
             self.source = source
         }
@@ -46,6 +46,49 @@ struct ImportBatch: Sendable {
     }
 
     var isEmpty: Bool { entries.isEmpty }
+
+    /// Documents of one collection and partition with one outcome, as the report counts them.
+    struct Count: Sendable, Hashable {
+        var outcome: ImportReport.Outcome
+        var collection: String
+        var partition: String
+        var documents: Int
+    }
+
+    /// What became of the batch's documents, given the outcome of each, in order: a batch holds
+    /// whole partitions one after the other, so each run of one partition's documents of one
+    /// collection imported (or unchanged) is one count, not the report's three tables updated
+    /// per document; each refusal is a count of its own, naming where its document was read.
+    /// Pure.
+    func counts(_ outcomes: [ObjectStore.ImportOutcome]) -> [Count] {
+        precondition(outcomes.count == entries.count, "one outcome per document")
+        var counts: [Count] = []
+        var index = 0
+        while index < entries.count {
+            let entry = entries[index]
+            let partition = entry.object.partition
+            switch outcomes[index] {
+            case .imported, .unchanged:
+                let outcome = outcomes[index]
+                var end = index + 1
+                while end < entries.count, outcomes[end] == outcome, entries[end].object.partition == partition,
+                    entries[end].collection == entry.collection
+                {
+                    end += 1
+                }
+                counts.append(Count(
+                    outcome: outcome == .imported ? .imported : .unchanged, collection: entry.collection, partition: partition.description,
+                    documents: end - index))
+                index = end
+            case .refused(let error):
+                counts.append(Count(
+                    outcome: .refused(Importer.refusal(error, entry.source, collection: entry.collection)), collection: entry.collection,
+                    partition: partition.description, documents: 1))
+                index += 1
+            }
+        }
+        return counts
+    }
 }
 
 /// Receives the binary fields the application's mapping stores as blobs while a document is

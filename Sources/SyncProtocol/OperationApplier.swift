@@ -82,6 +82,18 @@ public struct OperationApplier: Sendable {
         return [ObjectChange(key: key, before: before, after: after, encodedBody: encoded, replaced: replaced)]
     }
 
+    /// The change of a `put` that creates `key` (absent before) with `body`: what
+    /// ``apply(_:to:encoding:)`` makes of it, checked against the limits and encoded, without
+    /// the list of operations and the table of states around it (the storage engine's bulk
+    /// path of an import, which creates objects only).
+    public func create(_ key: ObjectKey, body: [String: JSONValue]) throws(SyncError) -> ObjectChange {
+        // A put always leaves a live object.
+        guard let after = try apply(.put(key, body: body), to: .absent), let created = after.body else {
+            preconditionFailure("a put leaves a live object")
+        }
+        return ObjectChange(key: key, before: .absent, after: after, encodedBody: try limits.encode(body: created, of: key))
+    }
+
     /// The state after one operation, or `nil` when the operation is dropped.
     private func apply(_ operation: SyncOperation, to state: DocumentState) throws(SyncError) -> DocumentState? {
         let key = operation.key

@@ -16,8 +16,13 @@ extension WriteTransaction {
     func checkBlobReferences(_ changes: [ObjectChange], of operations: [SyncOperation], in partition: Partition) async throws {
         let suspects = Set(operations.lazy.filter(\.mayAddBlobReference).map(\.key))
         guard !suspects.isEmpty else { return }
+        try await checkBlobReferences(changes.filter { suspects.contains($0.key) }, in: partition)
+    }
+
+    /// ``checkBlobReferences(_:of:in:)`` of every one of `changes`.
+    func checkBlobReferences(_ changes: [ObjectChange], in partition: Partition) async throws {
         var wanted: [BlobDigest: Int64] = [:]
-        for change in changes where suspects.contains(change.key) {
+        for change in changes {
             guard let after = change.after.body else { continue }
             let before = Set(try change.before.body.map { try BlobReference.references(in: .object($0)) } ?? [])
             for reference in try BlobReference.references(in: .object(after)) where !before.contains(reference) {

@@ -14,8 +14,8 @@ extension ObjectStore {
         case refused(SyncError)
     }
 
-    /// How many ``importObjects(_:validate:commit:provisionalBlobs:)`` batches were inserted as
-    /// new objects without reading their keys, and how many were written (again) reading every key.
+    /// How many ``importObjects(_:author:validate:commit:provisionalBlobs:)`` batches were
+    /// inserted by the bulk path, and how many were written (again) reading every key.
     package var importBatchPaths: (new: Int, again: Int) { importPaths.withLock { $0 } }
 
     /// Validates the changes of one upload of an import, in its partition (given, so a batch's
@@ -26,52 +26,43 @@ extension ObjectStore {
     /// was deleted: the stored state is kept.
     package static let importConflict = SyncError.Code("exists")
 
-    /// Writes the objects of an import in one transaction: each upload holds one `put` of a
-    /// new object and is all-or-nothing on its own (validated by `validate` on top of the ones
-    /// before it). An object whose key is stored already is never changed: the same body is
+    /// The refusal of an import's `change` of an object stored already (``importConflict``),
+    /// `nil` for an object absent before.
+    static func importConflict(_ change: ObjectChange) -> SyncError? {
+        switch change.before {
+        case .absent: nil
+        case .live: SyncError(Self.importConflict, "\(change.key) is stored already with another body; the stored one is kept")
+        case .deleted: SyncError(Self.importConflict, "\(change.key) was deleted since it was stored; it stays deleted")
+        }
+    }
+
+    /// Writes the objects of an import, written by `author`, in one transaction: each object
+    /// is all-or-nothing on its own (validated by `validate` on top of the ones before it). An
+    /// object whose key is stored already is never changed: the same body is
     /// ``ImportOutcome/unchanged``, anything else a refusal (``importConflict``, or
     /// `partition_mismatch` for a key of another partition). So an import run again, or
     /// resumed after an interruption, writes each object once. With `commit` false the
     /// transaction is rolled back: the outcomes are what a commit would have written, the
     /// `provisionalBlobs` (a dry run's, whose bytes are not stored) counting as stored.
+    ///
+    /// Most batches of an import hold only new objects: they take the bulk path, which reads
+    /// no key, makes no ``Upload`` or plan per object, and inserts the rows without a conflict
+    /// clause (`psync_insert_new`). A key stored already fails that insert, nothing of it stays,
+    /// and the batch is written again the careful way, which reads every key through the
+    /// upload planner (an export imported again, or resumed). Not with events to record (the
+    /// insert records none) nor for a dry run (which must say what is stored).
     package func importObjects(
-        _ uploads: [Upload], validate: ImportValidator?, commit: Bool, provisionalBlobs: [BlobReference] = []
+        _ objects: [NewObject], author: String, validate: ImportValidator?, commit: Bool, provisionalBlobs: [BlobReference] = []
     ) async throws -> [ImportOutcome] {
-        guard !uploads.isEmpty else { return [] }
-        let guarded: ImportValidator = { changes, partition, transaction in
-            for change in changes {
-                switch change.before {
-                case .absent: break
-                case .live:
-                    throw SyncError(Self.importConflict, "\(change.key) is stored already with another body; the stored one is kept")
-                case .deleted:
-                    throw SyncError(Self.importConflict, "\(change.key) was deleted since it was stored; it stays deleted")
-                }
-            }
-            try await validate?(changes, partition, transaction)
-        }
-        let validators: [WriteTransaction.Check?] = uploads.map { upload in
-            let partition = upload.partition
-            return { changes, transaction in try await guarded(changes, partition, transaction) }
-        }
-        // Neither sorted nor made unique here: the lock sorts the partitions it takes, and the
-        // read the keys it has not read (sorting a batch's keys and partitions once more took
-        // 8 % of an import's CPU).
-        let partitions = Array(Set(uploads.map(\.partition)))
-        let keys = uploads.flatMap { $0.operations.map(\.key) }
+        guard !objects.isEmpty else { return [] }
+        // Neither sorted nor made unique here: the lock sorts the partitions it takes (sorting
+        // a batch's keys and partitions once more took 8 % of an import's CPU).
+        let partitions = Array(Set(objects.map(\.partition)))
         if commit, eventInterest.recordsNothing {
-            // Most batches of an import hold only new objects: taken as new, their keys are not
-            // read, and their rows are inserted without a conflict clause (psync_insert_new, a
-            // quarter of the import's database time less). A key stored already fails that
-            // insert, and the batch is written again the careful way below, which reads every
-            // key (an export imported again, or resumed). Not with events to record (the
-            // insert records none) nor for a dry run (which must say what is stored).
             do {
-                let outcomes = try await withWriteTransaction(author: uploads[0].principal) { transaction in
-                    transaction.defersWrites = true
+                let outcomes = try await withWriteTransaction(author: author) { transaction in
                     try await transaction.lockAndLoad(partitions, [], lockTimeout: configuration.lockPatience)
-                    transaction.assumeNew(keys)
-                    return Self.outcomes(try await transaction.stage(uploads, validators: validators))
+                    return try await insertNew(objects, validate: validate, in: transaction)
                 }
                 importPaths.withLock { $0.new += 1 }
                 return outcomes
@@ -80,8 +71,73 @@ extension ObjectStore {
             }
         }
         importPaths.withLock { $0.again += 1 }
+        return try await importCarefully(objects, partitions: partitions, author: author, validate: validate, commit: commit, provisionalBlobs: provisionalBlobs)
+    }
+
+    /// The bulk path of ``importObjects(_:author:validate:commit:provisionalBlobs:)``: each
+    /// object created (``WriteRecord/newObject(_:limits:)``), its blob references checked
+    /// when its body may hold one, validated with the batch's objects before it in view, and
+    /// the accepted ones inserted by one statement (``WriteTransaction/insertNew(_:)``).
+    private func insertNew(_ objects: [NewObject], validate: ImportValidator?, in transaction: WriteTransaction) async throws -> [ImportOutcome] {
+        var outcomes: [ImportOutcome] = []
+        outcomes.reserveCapacity(objects.count)
+        var rows: [WriteTransaction.NewRow] = []
+        rows.reserveCapacity(objects.count)
+        transaction.record.known.reserveCapacity(transaction.record.known.count + objects.count)
+        for object in objects {
+            let change: ObjectChange
+            do throws(SyncError) {
+                guard let created = try transaction.record.newObject(object, limits: limits) else {
+                    outcomes.append(.unchanged)
+                    continue
+                }
+                change = created
+            } catch {
+                outcomes.append(.refused(error))
+                continue
+            }
+            let marks = change.encodedBody.flatMap(BodyMarks.of)
+            // The checks read the object itself, and later objects' checks read it too (a room
+            // made in the batch is there for the check of a message put into it).
+            transaction.record.known[object.key] = (object.partition.description, change.after)
+            do {
+                // Marks are found on the text: a body without the name has no reference.
+                if marks.map({ $0.rawValue & BodyMarks.blob.rawValue != 0 }) ?? true {
+                    try await transaction.checkBlobReferences([change], in: object.partition)
+                }
+                try await validate?([change], object.partition, transaction)
+            } catch let error as SyncError where error.isRefusal {
+                transaction.record.known[object.key] = nil
+                outcomes.append(.refused(error))
+                continue
+            }
+            rows.append(WriteTransaction.NewRow(partition: object.partition, change: change, marks: marks))
+            outcomes.append(.imported)
+        }
+        try await transaction.insertNew(rows)
+        return outcomes
+    }
+
+    /// The careful path of ``importObjects(_:author:validate:commit:provisionalBlobs:)``: a
+    /// `put` per object through the upload planner, every key read after the locks.
+    private func importCarefully(
+        _ objects: [NewObject], partitions: [Partition], author: String, validate: ImportValidator?, commit: Bool,
+        provisionalBlobs: [BlobReference]
+    ) async throws -> [ImportOutcome] {
+        let guarded: ImportValidator = { changes, partition, transaction in
+            for change in changes {
+                if let conflict = Self.importConflict(change) { throw conflict }
+            }
+            try await validate?(changes, partition, transaction)
+        }
+        let uploads = objects.map { $0.upload(by: author) }
+        let validators: [WriteTransaction.Check?] = uploads.map { upload in
+            let partition = upload.partition
+            return { changes, transaction in try await guarded(changes, partition, transaction) }
+        }
+        let keys = objects.map(\.key)
         do {
-            return try await withWriteTransaction(author: uploads[0].principal) { transaction in
+            return try await withWriteTransaction(author: author) { transaction in
                 transaction.defersWrites = true
                 if !commit, !provisionalBlobs.isEmpty {
                     try await transaction.connection.query(
@@ -95,7 +151,7 @@ extension ObjectStore {
                     try await transaction.connection.query(
                         """
                         INSERT INTO psync_blob_holders (digest, principal)
-                        SELECT unnest(\(provisionalBlobs.map(\.digest.rawValue))::text[]), \(uploads[0].principal)
+                        SELECT unnest(\(provisionalBlobs.map(\.digest.rawValue))::text[]), \(author)
                         ON CONFLICT DO NOTHING
                         """, logger: logger)
                 }

@@ -48,10 +48,6 @@ struct WriteRecord {
     /// the database once. Entries of a partition are dropped when it is locked, and entries of
     /// keys not stored then too: only a read after the lock sees every commit before ours.
     var known: [ObjectKey: (partition: String, state: DocumentState)?] = [:]
-    /// Whether every change of the transaction creates an object whose key was not read, taken
-    /// as not stored (``WriteTransaction/assumeNew(_:)``, an import's batch): its rows are
-    /// written by `psync_insert_new`, which fails on a key stored already.
-    var insertsOnly = false
     /// Changes staged and not written yet, with the trigger depth they were made at.
     var staged: [Write] = []
     /// Objects whose changes staged now make no event (raises of counters written into the
@@ -103,6 +99,13 @@ struct WriteRecord {
     /// "Ordering"), every event it records carries it.
     var clock: Int64? {
         changedPartitions.compactMap { clocks[$0] }.max()
+    }
+
+    /// The changed partitions whose clock is behind the transaction's (``clock``), sorted: the
+    /// finish stamps them with it.
+    var clockStamp: (partitions: [Partition], clock: Int64?) {
+        guard let clock else { return ([], nil) }
+        return (changedPartitions.filter { clocks[$0, default: 0] < clock }.sorted(), clock)
     }
 
     /// Lets go of what the record holds of the written objects `keys` (but the changes `screen`

@@ -23,7 +23,7 @@ package final class WriteTransaction {
     /// savepoint rolled back does not shrink the buffer the statement grew.
     var largestStatement = 0
     /// Bytes of object bodies written so far (``apply(_:)`` sizes its chunks by them).
-    private(set) var bodyBytesWritten = 0
+    var bodyBytesWritten = 0
     /// Whether ``applyInParts(_:)`` may commit this transaction before its end, and how: set
     /// by a trigger runner on its handling transactions. Unset, it applies in this transaction.
     package var partCommits: PartCommits?
@@ -150,20 +150,6 @@ package final class WriteTransaction {
         }
         for key in unknown { record.known[key] = found[key] }
         return try await load(keys)
-    }
-
-    /// Takes `keys` as not stored, without reading them, and makes this transaction one that
-    /// only inserts new objects (``WriteRecord/insertsOnly``): its writes fail with
-    /// unique_violation (23505) on a key stored after all, and nothing else may be written.
-    /// Their partitions must be locked.
-    func assumeNew(_ keys: [ObjectKey]) {
-        record.insertsOnly = true
-        // Each key is staged and touched once: the record's tables made at their size at once.
-        record.known.reserveCapacity(record.known.count + keys.count)
-        record.touched.reserveCapacity(record.touched.count + keys.count)
-        record.touchLog.reserveCapacity(record.touchLog.count + keys.count)
-        record.staged.reserveCapacity(record.staged.count + keys.count)
-        for key in keys { record.known[key] = .some(nil) }
     }
 
     /// The stored state and partition of each key; keys never stored are left out. Includes
@@ -546,17 +532,9 @@ package final class WriteTransaction {
         }
         var counts = (written: 0, recorded: 0)
         bodyBytesWritten += statement.bodies.reduce(0) { $0 + $1.bytes.count }
-        if record.insertsOnly {
-            guard statement.deleted.allSatisfy({ !$0 }), statement.kinds.isEmpty, statement.requestIDs.isEmpty else {
-                throw SyncError(.internal, "a transaction that only inserts new objects wrote something else")
-            }
-        }
         for (part, bytes) in statement.split(maximumBytes: store.configuration.statementBytes) {
             largestStatement = max(largestStatement, bytes)
-            let rows = record.insertsOnly
-                ? try await connection.execute(WriteStatements.InsertNew(write: part), logger: logger)
-                : try await connection.execute(part, logger: logger)
-            for try await (written, stored) in rows {
+            for try await (written, stored) in try await connection.execute(part, logger: logger) {
                 counts.written += Int(written)
                 counts.recorded += Int(stored)
             }
@@ -589,14 +567,12 @@ package final class WriteTransaction {
         let rows = every.indices.filter { last[every[$0].change.key] == $0 }.map { every[$0] }
         let interest = store.eventInterest
         record.wrote(every, labelled: store.objectEventLabel, events: !interest.recordsNothing, staged: staged)
-        let (events, clocks) = (record.events, record.clocks)
+        let events = record.events
         let recorded = !finishing ? [] : record.screenedEvents + (interest.recordsAll ? events : events.filter { interest.wants($0.event) })
         let queued = finishing ? record.outcomes : []
         // The transaction's Lamport clock: the largest of its changed partitions', set on the
         // others (docs/TRIGGERS.md, "Ordering").
-        let changed = finishing ? record.changedPartitions : []
-        let clock = finishing ? record.clock : nil
-        let stamp = changed.filter { clock != nil && clocks[$0, default: 0] < clock! }.sorted().map(\.description)
+        let (stamp, clock) = finishing ? record.clockStamp : ([], nil)
         if finishing { record.recordedEvents = record.recordedEarly + recorded.count }
         let none = Array("null".utf8)
         var statement = WriteStatements.Write()
@@ -615,7 +591,7 @@ package final class WriteTransaction {
             statement.outcomePartitions.append(entry.upload.partition.description)
             statement.outcomes.append(JSONB(value: entry.outcome))
         }
-        statement.stamp = stamp
+        statement.stamp = stamp.map(\.description)
         statement.clock = clock
         Self.append(recorded, to: &statement)
         return (statement, rows.count)
