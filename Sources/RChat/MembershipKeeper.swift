@@ -95,10 +95,10 @@ struct MembershipKeeper {
             let inviters = membership.invited.filter { $0.userName == name }.map(\.inviter)
             membership.invited.removeAll { $0.userName == name }
             for inviterID in inviters where membership.contains(inviterID) && !membership.contains(userID) {
-                // The inviter's copy as it is now: an invitation they took back is not delivered.
+                // The inviter's copy as it is now: an invitation they took back (the name no longer
+                // pending in it) is not delivered.
                 guard let inviter = try await context.object(User.self, id: inviterID),
-                      let entry = inviter.conversations.first(where: { $0.id == id }),
-                      Self.pendingNames(in: entry, except: inviter.userName).contains(name)
+                      let entry = inviter.conversations.first(where: { $0.id == id })
                 else { continue }
                 try await invite(from: inviter, entry: entry, into: &membership, copies: &copies, operations: &operations, only: [name])
             }

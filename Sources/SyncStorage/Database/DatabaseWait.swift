@@ -28,19 +28,22 @@ package struct DatabaseWait: Sendable {
         case refused(String)
     }
 
+    /// A line for the operator.
+    package struct Line: Sendable, Equatable {
+        package var level: Logger.Level
+        package var message: String
+
+        package init(_ level: Logger.Level, _ message: String) {
+            self.level = level
+            self.message = message
+        }
+    }
+
     package enum Action: Sendable, Equatable {
-        /// Log `message` (when there is one) at `level`, pause, and try again.
-        case retry(after: Duration, log: (level: Logger.Level, message: String)?)
+        /// Log the line (when there is one), pause, and try again.
+        case retry(after: Duration, log: Line?)
         /// Stop waiting: the reason, for the command's one line of error.
         case giveUp(String)
-
-        package static func == (lhs: Action, rhs: Action) -> Bool {
-            switch (lhs, rhs) {
-            case (.retry(let a, let x), .retry(let b, let y)): a == b && x?.level == y?.level && x?.message == y?.message
-            case (.giveUp(let x), .giveUp(let y)): x == y
-            default: false
-            }
-        }
     }
 
     package let target: String
@@ -78,11 +81,11 @@ package struct DatabaseWait: Sendable {
         }
         guard let toldAt else {
             self.toldAt = elapsed
-            return .retry(after: pauseBefore(elapsed), log: (level, "waiting for the database at \(target): \(reason); trying again every \(Self.seconds(pause)) s"))
+            return .retry(after: pauseBefore(elapsed), log: Line(level, "waiting for the database at \(target): \(reason); trying again every \(Self.seconds(pause)) s"))
         }
         guard elapsed - toldAt >= reminder else { return .retry(after: pauseBefore(elapsed), log: nil) }
         self.toldAt = elapsed
-        return .retry(after: pauseBefore(elapsed), log: (level, "still waiting for the database at \(target) after \(Self.seconds(elapsed)) s: \(reason)"))
+        return .retry(after: pauseBefore(elapsed), log: Line(level, "still waiting for the database at \(target) after \(Self.seconds(elapsed)) s: \(reason)"))
     }
 
     /// A try connected `elapsed` after the wait began: the line to log, when it had to wait.
