@@ -126,7 +126,13 @@ package final class SyncServer: Service, Sendable {
                     for await _ in started {}
                     // As long as it takes, saying so (the pool would retry in silence).
                     try await DatabaseReachability(url: self.database, patience: .forever, time: self.configuration.time).wait(logger: self.logger)
-                    self.databaseWait.withLock { $0 = .answered }
+                    // A stop that came as the database answered wins: nothing was served yet.
+                    let answered = self.databaseWait.withLock { state in
+                        guard state == .waiting else { return false }
+                        state = .answered
+                        return true
+                    }
+                    guard answered else { throw CancellationError() }
                     try await self.prepareDatabase(client: client, store: store)
                     if let replicas { group.addTask { await replicas.run() } }
                     // Registered before serving, so the other instances start announcing.
@@ -151,8 +157,11 @@ package final class SyncServer: Service, Sendable {
                             state = .stopped
                             return true
                         }) {
+                            // Nothing was started to wind down: the wait ends with the task.
                             self.logger.notice("stopping before the database answered")
                             running.cancel()
+                            _ = try? await withDeadline(self.configuration.stopTimeout, "the wait for the database") { try await running.value }
+                            return
                         }
                         await self.sessions.windDown(timeout: self.configuration.sessions.shutdownTimeout)
                         await inner.triggerGracefulShutdown()
