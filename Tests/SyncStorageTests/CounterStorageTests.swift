@@ -57,8 +57,13 @@ struct CounterStorageTests {
         body?["conversations"]?.arrayValue?.first { $0["id"] == .string(room) }?["unreadCount"]?.intValue
     }
 
+    /// How many counters user `n` keeps, in its row of counters or (as a build of 0018 kept
+    /// them) in its object's row.
     static func kept(_ db: TestDatabase, _ n: Int) async throws -> Int64 {
-        try await db.scalar("SELECT coalesce((SELECT count(*) FROM jsonb_object_keys(counters)), 0)::bigint FROM psync_objects WHERE id = 'u\(n)'")
+        try await db.scalar("""
+            SELECT (SELECT count(*) FROM psync_counters k, jsonb_object_keys(k.counters) WHERE k.id = 'u\(n)')
+                 + (SELECT count(*) FROM psync_objects o, jsonb_object_keys(o.counters) WHERE o.id = 'u\(n)')
+            """)
     }
 
     /// The unread count of `room` as the body column holds it, without the counters.
@@ -146,7 +151,8 @@ struct CounterStorageTests {
             #expect(Self.unreadCount(body, "r2") == 0)
             // A deletion leaves nothing beside the tombstone.
             try await store.apply([.delete(Self.user(0))], in: Self.userPartition(0))
-            #expect(try await db.scalar("SELECT count(*)::bigint FROM psync_objects WHERE counters IS NOT NULL") == 0)
+            #expect(try await db.scalar("SELECT count(*)::bigint FROM psync_objects WHERE counters IS NOT NULL OR counted") == 0)
+            #expect(try await db.scalar("SELECT count(*)::bigint FROM psync_counters") == 0)
         }
     }
 
@@ -293,8 +299,12 @@ struct CounterStorageTests {
             let registry = InstanceRegistry(store: store, instance: "new", lease: .seconds(30))
             _ = try await registry.beat()
             #expect(store.counters.apart)
-            // An instance of an earlier build: its heartbeat leaves reads_counters false.
-            _ = try await db.scalar("WITH i AS (INSERT INTO psync_instances (name, expires_at) VALUES ('old', now() + interval '1 minute') RETURNING 1) SELECT count(*)::bigint FROM i")
+            // This instance tells those of the builds of 0018 and 0019 not to raise counters
+            // into the objects' rows, which it reads only as those builds left them.
+            #expect(try await db.scalar("SELECT count(*)::bigint FROM psync_instances WHERE name = 'new' AND NOT reads_counters AND reads_counter_rows") == 1)
+            // An instance of one of those builds: its heartbeat sets reads_counters, and leaves
+            // reads_counter_rows false.
+            _ = try await db.scalar("WITH i AS (INSERT INTO psync_instances (name, expires_at, reads_counters) VALUES ('old', now() + interval '1 minute', true) RETURNING 1) SELECT count(*)::bigint FROM i")
             #expect(try await registry.beat() == 1)
             #expect(!store.counters.apart)
             _ = try await db.scalar("WITH i AS (DELETE FROM psync_instances WHERE name = 'old' RETURNING 1) SELECT count(*)::bigint FROM i")
@@ -326,6 +336,116 @@ struct CounterStorageTests {
             try await store.apply([.set(Self.user(0), path: path("conversations"), value: [["id": "r2"]])], in: Self.userPartition(0))
             #expect(try await db.scalar("SELECT count(*)::bigint FROM psync_element_entries WHERE value = '\"r2\"'") == 1)
             #expect(try await db.scalar("SELECT count(*)::bigint FROM psync_element_entries WHERE value = '\"r1\"'") == 0)
+        }
+    }
+
+    /// Every page of a partition's changes after `cursor`, one object a page: the objects in
+    /// order, the cursor after the last page and the version it is complete up to.
+    static func drain(_ store: ObjectStore, _ partition: Partition, after cursor: Cursor?) async throws -> (objects: [SyncObject], cursor: Cursor, version: Int64) {
+        var objects: [SyncObject] = []
+        var cursor = cursor
+        for _ in 0..<1_000 {
+            let batch = try await store.changes(in: partition, after: cursor, limit: 1)
+            objects += batch.objects
+            cursor = batch.cursor
+            if batch.upToDate { return (objects, batch.cursor, batch.version ?? -1) }
+        }
+        Issue.record("no end of the changes of \(partition)")
+        return (objects, cursor!, -1)
+    }
+
+    @Test("a catch-up from each cursor gets every object changed since, once, at its latest version, in version order, pages of one object: objects with counters in rows of their own among the others")
+    func catchUps() async throws {
+        try await Self.withUsers(2) { db, store in
+            let p = Self.userPartition(0)
+            func note(_ n: Int) -> ObjectKey { key("Note", "n\(n)") }
+            var marks = [try await Self.drain(store, p, after: nil)]
+            func mark() async throws { marks.append(try await Self.drain(store, p, after: marks.last!.cursor)) }
+            try await store.apply([.put(note(0), body: ["text": "a"])], in: p); try await mark()
+            try await Self.trigger(store, [p: [Self.raise(0, "r1")], Self.userPartition(1): [Self.raise(1, "r1")]]); try await mark()
+            try await store.apply([.put(note(1), body: ["text": "b"])], in: p); try await mark()
+            try await Self.trigger(store, [p: [Self.raise(0, "r2")]]); try await mark()
+            try await Self.trigger(store, [p: [Self.raise(0, "r1", by: 2)]])
+            try await store.apply([.put(note(2), body: ["text": "c"]), .set(note(0), path: path("text"), value: "d")], in: p); try await mark()
+            try await Self.trigger(store, [p: [Self.raise(0, "r2")]]); try await mark()
+            #expect(try await db.scalar("SELECT count(*)::bigint FROM psync_objects WHERE counted") == 2)
+
+            // The whole partition, as a snapshot reads it: each object once, in version order.
+            let all = try await Self.drain(store, p, after: nil)
+            #expect(all.objects.count == 4)
+            #expect(all.objects.map(\.version) == all.objects.map(\.version).sorted())
+            #expect(all.objects.last?.key == Self.user(0))
+            #expect(all.objects.last?.version == all.version)
+            #expect(Self.unreadCount(all.objects.last?.body, "r1") == 3)
+            #expect(Self.unreadCount(all.objects.last?.body, "r2") == 2)
+            // From each cursor on the way: what changed since, and nothing else.
+            for (n, start) in marks.enumerated() {
+                let since = try await Self.drain(store, p, after: start.cursor)
+                let expected = all.objects.filter { $0.version > start.version }
+                #expect(since.objects.map(\.key) == expected.map(\.key), "from mark \(n) (version \(start.version))")
+                #expect(since.objects.map(\.version) == expected.map(\.version), "from mark \(n)")
+                #expect(since.version == all.version)
+            }
+            // Each step's catch-up took that step's changes alone.
+            #expect(marks.dropFirst().map { $0.objects.map(\.key.id) } == [["n0"], ["u0"], ["n1"], ["u0"], ["u0", "n0", "n2"], ["u0"]])
+        }
+    }
+
+    @Test("a raise writes the counters' row alone: the object's row once, at its first raise, and every later raise a heap-only update (no index entry)")
+    func heapOnly() async throws {
+        try await Self.withUsers(50) { db, store in
+            let all = Dictionary(uniqueKeysWithValues: (0..<50).map { (Self.userPartition($0), [Self.raise($0, "r1")]) })
+            func raiseCounting() async throws -> [String: Int64] {
+                // The backend's counts not yet reported, before and after: those of this write.
+                try await store.withWriteTransaction(author: "trigger:test", depth: 1) { transaction in
+                    func counts() async throws -> [String: Int64] {
+                        let rows = try await transaction.connection.query("""
+                            SELECT pg_stat_get_xact_tuples_updated('psync_objects'::regclass), pg_stat_get_xact_tuples_inserted('psync_counters'::regclass),
+                                   pg_stat_get_xact_tuples_updated('psync_counters'::regclass), pg_stat_get_xact_tuples_hot_updated('psync_counters'::regclass)
+                            """, logger: db.logger)
+                        for try await (objects, inserted, updated, hot) in rows.decode((Int64, Int64, Int64, Int64).self) {
+                            return ["objects": objects, "inserted": inserted, "updated": updated, "hot": hot]
+                        }
+                        return [:]
+                    }
+                    let before = try await counts()
+                    _ = try await transaction.apply(all)
+                    return try await counts().merging(before) { $0 - $1 }
+                }
+            }
+            let first = try await raiseCounting()
+            #expect(first == ["objects": 50, "inserted": 50, "updated": 0, "hot": 0])
+            for _ in 0..<3 {
+                let later = try await raiseCounting()
+                #expect(later == ["objects": 0, "inserted": 0, "updated": 50, "hot": 50])
+            }
+            #expect(Self.unreadCount(try await store.body(of: Self.user(49)), "r1") == 4)
+            #expect(try await Self.storedCount(db, 49, "r1") == 0)
+        }
+    }
+
+    @Test("counters kept in the object's row by a build of 0018 are read as they were, and moved to a row of their own by the next raise")
+    func keptInTheObjectsRow() async throws {
+        try await Self.withUsers(1) { db, store in
+            try await Self.trigger(store, [Self.userPartition(0): [Self.raise(0, "r1", by: 7)]])
+            // As a build of 0018 would have left them: in the object's row, at its version.
+            _ = try await db.scalar("""
+                WITH moved AS (
+                    UPDATE psync_objects o SET counters = k.counters, counted = false, version = k.version
+                    FROM psync_counters k WHERE o.id = k.id RETURNING 1
+                ), gone AS (DELETE FROM psync_counters RETURNING 1)
+                SELECT count(*)::bigint FROM moved
+                """)
+            #expect(try await db.scalar("SELECT count(*)::bigint FROM psync_counters") == 0)
+            #expect(Self.unreadCount(try await store.body(of: Self.user(0)), "r1") == 7)
+            #expect(Self.unreadCount(try await Self.drain(store, Self.userPartition(0), after: nil).objects.first?.body, "r1") == 7)
+            try await Self.trigger(store, [Self.userPartition(0): [Self.raise(0, "r1"), Self.raise(0, "r2", by: 2)]])
+            #expect(try await db.scalar("SELECT count(*)::bigint FROM psync_objects WHERE counters IS NOT NULL") == 0)
+            #expect(try await db.scalar("SELECT count(*)::bigint FROM psync_objects WHERE counted") == 1)
+            #expect(try await Self.kept(db, 0) == 2)
+            let body = try await store.body(of: Self.user(0))
+            #expect(Self.unreadCount(body, "r1") == 8)
+            #expect(Self.unreadCount(body, "r2") == 2)
         }
     }
 }

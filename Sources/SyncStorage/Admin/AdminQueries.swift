@@ -53,7 +53,7 @@ package struct AdminQueries: Sendable {
     package func objects(in partition: Partition, collection: String?, after: ObjectKey?, limit: Int) async throws -> [SyncObject] {
         let rows = try await client.fetch(
             """
-            SELECT collection, id, version, \(unescaped: StoredBody.sql("psync_objects"))::text FROM psync_objects
+            SELECT collection, id, \(unescaped: StoredBody.version("psync_objects")), \(unescaped: StoredBody.sql("psync_objects"))::text FROM psync_objects
             WHERE partition = \(partition.description) AND body IS NOT NULL
               AND (\(collection)::text IS NULL OR collection = \(collection))
               AND (collection, id) > (\(after?.collection ?? ""), \(after?.id ?? ""))

@@ -197,7 +197,7 @@ package final class ObjectStore: Sendable {
         guard !keys.isEmpty else { return [] }
         let rows = try await client.fetch(
             """
-            SELECT o.collection, o.id, o.partition, o.version, \(unescaped: StoredBody.sql())
+            SELECT o.collection, o.id, o.partition, \(unescaped: StoredBody.version()), \(unescaped: StoredBody.sql())
             FROM psync_objects o
             JOIN unnest(\(keys.map(\.collection))::text[], \(keys.map(\.id))::text[]) AS k(collection, id)
               ON o.collection = k.collection AND o.id = k.id

@@ -18,17 +18,20 @@ package struct InstanceRegistry: Sendable {
     }
 
     /// Renews this instance's row; returns how many other instances are alive, and how many of
-    /// them are of an earlier build, which reads bodies without the counters raised beside them
-    /// (migration 0018).
+    /// them are of an earlier build, which reads bodies without the counters raised in rows of
+    /// their own (migration 0020). This instance says it does not read the counters kept in
+    /// the objects' rows (`reads_counters`, migration 0018) either: the builds of 0018 and 0019
+    /// raise counters into those rows only while no instance says so.
     package func heartbeat() async throws -> (others: Int, earlier: Int) {
         let seconds = Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18
         let rows = try await store.client.fetch(
             """
             WITH me AS (
-                INSERT INTO psync_instances (name, expires_at, reads_counters) VALUES (\(instance), now() + make_interval(secs => \(seconds)), true)
-                ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at, reads_counters = true
+                INSERT INTO psync_instances (name, expires_at, reads_counters, reads_counter_rows)
+                VALUES (\(instance), now() + make_interval(secs => \(seconds)), false, true)
+                ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at, reads_counters = false, reads_counter_rows = true
             )
-            SELECT count(*), count(*) FILTER (WHERE NOT reads_counters) FROM psync_instances WHERE name <> \(instance) AND expires_at > now()
+            SELECT count(*), count(*) FILTER (WHERE NOT reads_counter_rows) FROM psync_instances WHERE name <> \(instance) AND expires_at > now()
             """, logger: logger)
         for try await (others, earlier) in rows.decode((Int, Int).self) { return (others, earlier) }
         return (0, 0)

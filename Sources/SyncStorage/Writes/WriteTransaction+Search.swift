@@ -85,7 +85,7 @@ extension WriteTransaction {
                 return value
             }
             query = """
-                SELECT w.n, o.collection, o.id, o.partition, o.version
+                SELECT w.n, o.collection, o.id, o.partition, \(unescaped: StoredBody.version())
                 FROM jsonb_array_elements(\(JSONB(value: .array(values)))) WITH ORDINALITY AS w(value, n)
                 JOIN psync_element_entries e ON e.index_name = \(index) AND e.value = w.value
                 JOIN psync_objects o ON o.collection = e.collection AND o.id = e.id
@@ -98,7 +98,7 @@ extension WriteTransaction {
             }
             // The path as a literal (checked), so the expression is the declared index's.
             query = PostgresQuery(unsafeSQL: """
-                SELECT w.n, o.collection, o.id, o.partition, o.version
+                SELECT w.n, o.collection, o.id, o.partition, \(StoredBody.version())
                 FROM unnest($2::text[]) WITH ORDINALITY AS w(value, n)
                 JOIN psync_objects o ON o.collection = $1 AND o.body IS NOT NULL AND o.body #>> \(ObjectIndex.literal(path)) = w.value
                 """)
@@ -118,20 +118,21 @@ extension WriteTransaction {
         try search.check()
         let (collection, path) = (search.collection, search.path)
         let selected = bodies ? StoredBody.sql("psync_objects") : "NULL::jsonb"
+        let version = StoredBody.version("psync_objects")
         // The path is spliced as a literal (it is checked above) so the expression matches a
         // declared index; the values are bound.
         var query: PostgresQuery
         switch search.condition {
         case .field(let values):
             query = PostgresQuery(unsafeSQL: """
-                SELECT collection, id, partition, version, \(selected) FROM psync_objects
+                SELECT collection, id, partition, \(version), \(selected) FROM psync_objects
                 WHERE collection = $1 AND body IS NOT NULL AND body #>> \(ObjectIndex.literal(path)) = ANY($2)
                 """)
             query.binds.append(collection, context: .default)
             query.binds.append(values.sorted(), context: .default)
         case .arrayContains(let element):
             query = PostgresQuery(unsafeSQL: """
-                SELECT collection, id, partition, version, \(selected) FROM psync_objects
+                SELECT collection, id, partition, \(version), \(selected) FROM psync_objects
                 WHERE collection = $1 AND body IS NOT NULL AND (body #> \(ObjectIndex.literal(path))) @> $2
                 """)
             query.binds.append(collection, context: .default)
@@ -142,7 +143,7 @@ extension WriteTransaction {
             if store.hasElementIndex(index.name) {
                 // The index's live entries of the value, then each object by its key.
                 query = PostgresQuery(unsafeSQL: """
-                    SELECT o.collection, o.id, o.partition, o.version, \(bodies ? StoredBody.sql() : "NULL::jsonb")
+                    SELECT o.collection, o.id, o.partition, \(StoredBody.version()), \(bodies ? StoredBody.sql() : "NULL::jsonb")
                     FROM psync_element_entries e JOIN psync_objects o ON o.collection = e.collection AND o.id = e.id
                     WHERE e.index_name = $1 AND e.value = $2 AND o.body IS NOT NULL
                     """)
@@ -150,7 +151,7 @@ extension WriteTransaction {
                 query.binds.append(JSONB(value: value), context: .default)
             } else {
                 query = PostgresQuery(unsafeSQL: """
-                    SELECT collection, id, partition, version, \(selected) FROM psync_objects
+                    SELECT collection, id, partition, \(version), \(selected) FROM psync_objects
                     WHERE collection = $1 AND body IS NOT NULL AND \(ObjectIndex.elementsExpression(path: path, field: field)) @> $2
                     """)
                 query.binds.append(collection, context: .default)
