@@ -13,7 +13,7 @@ import Testing
 
 /// Documents the application would refuse are reported with their reason and stored
 /// nowhere; `--trusted` skips the application's checks but never the storage limits.
-@Suite("Import refusals", .timeLimit(.minutes(10)))
+@Suite("Import refusals", .timeLimit(.minutes(30)))
 struct ImportRefusalTests {
     /// A mongoexport file (relaxed, one document per line) named `name` in a fresh folder.
     static func export(_ name: String, _ lines: [String]) throws -> String {

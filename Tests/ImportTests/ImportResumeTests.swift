@@ -14,7 +14,7 @@ import Glibc
 /// again: every document is stored once (one object each, and the objects the killed run
 /// committed never written again: their row versions are kept), and a third run finds
 /// everything stored.
-@Suite("Import killed and resumed", .timeLimit(.minutes(10)))
+@Suite("Import killed and resumed", .timeLimit(.minutes(30)))
 struct ImportResumeTests {
     static let count = 3_000
 

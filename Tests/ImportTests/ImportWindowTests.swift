@@ -11,7 +11,7 @@ import Testing
 /// The import's read-ahead by partition (``PartitionWindow``): messages of many conversations
 /// interleaved in the export are written a few partitions per transaction, two transactions at
 /// a time, and what the partitions' versions and a client's catch-up say stays exact.
-@Suite("Import grouped by partition", .timeLimit(.minutes(10)))
+@Suite("Import grouped by partition", .timeLimit(.minutes(30)))
 struct ImportWindowTests {
     static let rooms = 12
     static let perRoom = 100

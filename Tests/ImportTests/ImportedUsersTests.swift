@@ -14,7 +14,7 @@ import Testing
 /// App Services users become accounts keeping their ids, which cannot sign in until their
 /// one-time token sets a password; RChat's triggers make the imported rooms' memberships, so
 /// each user reads their rooms as before.
-@Suite("Imported users", .timeLimit(.minutes(10)))
+@Suite("Imported users", .timeLimit(.minutes(30)))
 struct ImportedUsersTests {
     static let password = "imported password 1"
 

@@ -14,7 +14,7 @@ import Testing
 /// RChat as Atlas Device Sync held it, in each of mongoexport's and mongodump's formats,
 /// imported into a fresh database: every object equals its source, the pictures are blobs
 /// with their bytes, and importing it again changes nothing.
-@Suite("Importing RChat", .timeLimit(.minutes(10)))
+@Suite("Importing RChat", .timeLimit(.minutes(30)))
 struct RChatImportTests {
     @Test("every object of the export is stored as its source maps, pictures as blobs; a second import changes nothing",
           arguments: ImportHarness.formats)

@@ -11,7 +11,7 @@ import Testing
 /// server killed after a part committed leaves some invitees with their copy and the room's
 /// membership unwritten; the instance that takes the trigger over delivers the rest, and no
 /// invitee gets the room twice (a copy is an append to the invitee's list).
-@Suite("RChat: invitations in parts", .timeLimit(.minutes(10)))
+@Suite("RChat: invitations in parts", .timeLimit(.minutes(30)))
 struct InvitationPartsTests {
     @Test("a server killed after a part of a room's invitations committed: after the restart every invitee lists the room once, everyone active, nothing dead-lettered")
     func killedBetweenParts() async throws {

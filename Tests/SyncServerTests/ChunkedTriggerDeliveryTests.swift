@@ -10,7 +10,7 @@ import Testing
 /// storage side is `ChunkedApplyTests`): its transaction lets go of each chunk once written, and
 /// its commit names those partitions without their changes. Live subscribers of any of them,
 /// on the instance that ran the trigger and on another, still receive every change, each once.
-@Suite("Deliveries of a chunked trigger write", .timeLimit(.minutes(10)))
+@Suite("Deliveries of a chunked trigger write", .timeLimit(.minutes(30)))
 struct ChunkedTriggerDeliveryTests {
     /// More records than the 128 objects a many-partition apply takes in one chunk, each in a
     /// partition of its own.

@@ -9,7 +9,7 @@ import Testing
 /// commits (TestDatabase+Failover), with the version poll off: the new primary's commits take
 /// the lost versions, and each subscriber still ends with exactly what the database holds —
 /// after a reset, never keeping a lost object nor skipping a new one.
-@Suite("Live delivery across a failover's lost tail", .timeLimit(.minutes(10)))
+@Suite("Live delivery across a failover's lost tail", .timeLimit(.minutes(30)))
 struct LostTailDeliveryTests {
     @Test("subscribers of both instances get a reset and converge to the new primary; the instance that writes and the one that is told")
     func subscribersConverge() async throws {

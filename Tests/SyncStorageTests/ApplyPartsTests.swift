@@ -9,7 +9,7 @@ import Testing
 
 /// A many-partition apply committed in parts (``WriteTransaction/applyInParts(_:)``): the
 /// groups it applies and where it commits, as pure logic, then in a transaction.
-@Suite("Apply in parts", .timeLimit(.minutes(10)))
+@Suite("Apply in parts", .timeLimit(.minutes(30)))
 struct ApplyPartsTests {
     // MARK: The groups and the commits, as pure logic
 

@@ -7,7 +7,7 @@ import Testing
 /// numbers its own commits with the versions the lost ones had. A cursor from the lost tail is
 /// answered with a reset, never continued as if its commits were these; a cursor from before
 /// continues; a trigger's lease and position do not carry the lost history over.
-@Suite("A failover's lost tail", .timeLimit(.minutes(10)))
+@Suite("A failover's lost tail", .timeLimit(.minutes(30)))
 struct LostTailTests {
     let room = partition("conversation=c-1")
 

@@ -11,7 +11,7 @@ import Testing
 /// A handler's work committed in parts (``TriggerContext/applyInParts(_:)``): too large for
 /// one transaction, kept when the handler fails after it, and done once by an idempotent
 /// handler run again.
-@Suite("Trigger work in parts", .timeLimit(.minutes(10)))
+@Suite("Trigger work in parts", .timeLimit(.minutes(30)))
 struct TriggerPartsTests {
     static let members = (0..<30).map { String(format: "m%02d", $0) }
 
