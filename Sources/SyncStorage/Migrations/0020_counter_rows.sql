@@ -204,12 +204,15 @@ $$;
 
 -- psync_page of migration 0018: the objects with counters come from their rows of counters, at
 -- the counters' version. A partition's counted objects are all read for each page (they are few:
--- the counters of an application's per-user records), the others walk the partition index.
+-- the counters of an application's per-user records), and sorted; the others walk the partition
+-- index. That sort is the one enable_sort = off cannot avoid: its penalty makes the plan cost
+-- ~1e10, which would have every call compiled by JIT (~230 ms), hence jit = off.
 CREATE OR REPLACE FUNCTION psync_page(part text, after_version bigint, after_collection text, after_id text, floor bigint, lim bigint)
 RETURNS TABLE (r_head bigint, r_pruned_through bigint, r_collection text, r_id text, r_version bigint, r_body jsonb,
                r_timeline integer, r_past_timelines integer[], r_past_ends bigint[])
 LANGUAGE sql STABLE
 SET enable_sort = off
+SET jit = off
 AS $$
     SELECT p.version, p.pruned_through, o.collection, o.id, o.version, o.body, p.timeline,
            NULLIF(p.past_timelines, '{}'), NULLIF(p.past_ends, '{}')
