@@ -30,7 +30,7 @@ enum WriteStatements {
         }
     }
 
-    /// `psync_read_counters` (migration 0018): where each counter path leads in its object and
+    /// `psync_read_counters` (migrations 0018 and 0020): where each counter path leads in its object and
     /// the value there, without the bodies (``WriteTransaction/raise(_:)``).
     struct ReadCounters: PostgresPreparedStatement {
         static let name = "psync_read_counters_1"
@@ -60,8 +60,8 @@ enum WriteStatements {
         }
     }
 
-    /// `psync_raise_counters` (migration 0018): objects' new versions and counters, their
-    /// bodies untouched. Returns how many objects it wrote.
+    /// `psync_raise_counters` (migrations 0018 and 0020): objects' new versions and counters,
+    /// in their rows of `psync_counters`, their bodies untouched. Returns how many objects it wrote.
     struct RaiseCounters: PostgresPreparedStatement {
         static let name = "psync_raise_counters_1"
         static let sql = "SELECT psync_raise_counters($1, $2, $3, $4, $5)"
