@@ -391,7 +391,7 @@ struct CounterStorageTests {
         }
     }
 
-    @Test("a raise writes the counters' row alone: the object's row once, at its first raise, and every later raise a heap-only update (no index entry)")
+    @Test("a raise writes the counters' row alone: the object's row once, at its first raise, and the next raise a heap-only update (no index entry)")
     func heapOnly() async throws {
         try await Self.withUsers(50) { db, store in
             let all = Dictionary(uniqueKeysWithValues: (0..<50).map { (Self.userPartition($0), [Self.raise($0, "r1")]) })
@@ -415,11 +415,12 @@ struct CounterStorageTests {
             }
             let first = try await raiseCounting()
             #expect(first == ["objects": 50, "inserted": 50, "updated": 0, "hot": 0])
-            for _ in 0..<3 {
-                let later = try await raiseCounting()
-                #expect(later == ["objects": 0, "inserted": 0, "updated": 50, "hot": 50])
-            }
-            #expect(Self.unreadCount(try await store.body(of: Self.user(49)), "r1") == 4)
+            // The half of each page kept free takes the next version of every row. (Later
+            // ones need the page pruned of the versions before: PostgreSQL does it as it reads
+            // the page, once no transaction may still see them.)
+            let second = try await raiseCounting()
+            #expect(second == ["objects": 0, "inserted": 0, "updated": 50, "hot": 50])
+            #expect(Self.unreadCount(try await store.body(of: Self.user(49)), "r1") == 2)
             #expect(try await Self.storedCount(db, 49, "r1") == 0)
         }
     }
