@@ -121,6 +121,9 @@ struct CounterStorageTests {
             }
             let listed = try await AdminQueries(store: store).objects(in: Self.userPartition(0), collection: "User", after: nil, limit: 10)
             #expect(Self.unreadCount(listed.first?.body, "r1") == 7)
+            // The view for reading by hand and by scripts.
+            #expect(try await db.scalar("SELECT (body #>> '{conversations,0,unreadCount}')::bigint FROM psync_served_objects WHERE id = 'u0'") == 7)
+            #expect(try await db.scalar("SELECT version FROM psync_served_objects WHERE id = 'u0'") == versionBefore + 2)
         }
     }
 

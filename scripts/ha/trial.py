@@ -853,8 +853,8 @@ class Trial:
     async def unread_counts(self):
         """{(user email, conversation): (unreadCount or None, messages stored)}."""
         stored = await self.stored_messages()
-        # The body as the server serves it: with the counters raised beside it (migration 0018).
-        rows = await self.db.run("SELECT id, psync_with_counters(body, counters) FROM psync_objects "
+        # The body as the server serves it: with the counters raised beside it (migration 0020).
+        rows = await self.db.run("SELECT id, body FROM psync_served_objects "
                                  "WHERE collection = 'User' AND body IS NOT NULL AND id = ANY(%s)", ([u.id for u in self.users],))
         records = {row[0]: row[1] for row in rows}
         result = {}
@@ -895,7 +895,7 @@ class Trial:
                    cause)
 
     async def server_state(self, partitions):
-        rows = await self.db.run("SELECT partition, id, version, psync_with_counters(body, counters) FROM psync_objects "
+        rows = await self.db.run("SELECT partition, id, version, body FROM psync_served_objects "
                                  "WHERE partition = ANY(%s) AND body IS NOT NULL", (list(partitions),))
         state = {p: {} for p in partitions}
         for partition, object_id, version, body in rows:

@@ -48,6 +48,19 @@ CREATE TRIGGER psync_counters_on_write AFTER UPDATE OF body ON psync_objects FOR
 CREATE TRIGGER psync_counters_on_delete AFTER DELETE ON psync_objects FOR EACH ROW
     WHEN (OLD.counted) EXECUTE FUNCTION psync_drop_counters();
 
+-- The objects as the server serves them, for reading by hand and by scripts: a counted object
+-- at its counters' version with them laid in (the server's own statements read them the same
+-- way, StoredBody). psync_objects alone holds the bodies as last written whole.
+CREATE VIEW psync_served_objects AS
+SELECT o.collection, o.id, o.partition,
+       CASE WHEN k.version IS NOT NULL THEN k.version ELSE o.version END AS version,
+       CASE WHEN k.counters IS NOT NULL THEN psync_with_counters(o.body, k.counters)
+            WHEN o.counters IS NOT NULL THEN psync_with_counters(o.body, o.counters)
+            ELSE o.body END AS body,
+       o.created_at, o.updated_at
+FROM psync_objects o
+LEFT JOIN psync_counters k ON o.counted AND k.partition = o.partition AND k.collection = o.collection AND k.id = o.id;
+
 -- What a raise needs of each (object, counter path), as in 0018, the kept counters read from the
 -- object's row of psync_counters when it has one, else from the column of 0018.
 CREATE OR REPLACE FUNCTION psync_read_counters(c_collections text[], c_ids text[], c_paths text[], c_steps jsonb[])
