@@ -29,6 +29,7 @@ EXPECT = {
     'R=$(curl -s -X POST localhost:8080/v1/auth/register': None,
     'echo "$R"': '"accessToken"',
     'TOKEN=$(echo "$R"': None,
+    'for _ in $(seq 50); do curl -s "localhost:8080/v1/partitions/user%3D$ME/changes"': None,
     'curl -s -X POST "localhost:8080/v1/partitions/user%3D$ME/uploads"': '"ack"',
     'curl -s "localhost:8080/v1/partitions/user%3D$ME/changes"': '"Kim"',
     "echo 'a photo' > photo.jpg": None,
