@@ -162,6 +162,9 @@ package struct SessionConfiguration: Sendable {
     /// How long a graceful shutdown waits for sessions to finish their uploads and close
     /// before the server stops anyway. Default 10 seconds.
     package var shutdownTimeout: Duration = .seconds(10)
+    /// How long the server waits for the client's close frame after sending its own (a close
+    /// of any code) before it closes the connection without it. Default 10 seconds.
+    package var closeTimeout: Duration = .seconds(10)
     /// Longest life of a session opened with an API key (API keys do not expire): it is then
     /// closed with 4001 (`token_expired`). Sending `auth` with the key again re-validates the
     /// key and starts a new period. Default 24 hours.

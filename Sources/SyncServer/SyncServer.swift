@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
+import HummingbirdCore
 import Locking
 import Logging
 import NIOCore
@@ -33,7 +33,6 @@ package final class SyncServer: Service, Sendable {
     package let instance: String
     let logger: Logger
     private let bound = Locked<(port: Int?, waiters: [CheckedContinuation<Int, any Error>])>((nil, []))
-    private let nextSessionID = Locked(0)
     private let runningHub = Locked<SubscriptionHub?>(nil)
     private let runningInstances = Locked<InstanceService?>(nil)
     private let revocations: RevocationList
@@ -59,8 +58,12 @@ package final class SyncServer: Service, Sendable {
     /// database is prepared (for tests).
     package var elementIndexNames: Set<String> { servingStore.withLock { $0 }?.elementIndexNames ?? [] }
 
-    /// Open sessions holding their worker's task (for tests: none once every session is idle).
-    package var sessionWorkersHeld: Int { sessions.workersHeld }
+    /// Open sessions holding a task, their worker's or their reader's (for tests: none once
+    /// every session is idle).
+    package var sessionTasksHeld: Int { sessions.tasksHeld }
+
+    /// Open sessions (for tests).
+    package var sessionCount: Int { sessions.count }
 
     package init(
         configuration: ServerConfiguration, database: DatabaseURL, application: SyncApplication, logger: Logger
@@ -248,8 +251,8 @@ package final class SyncServer: Service, Sendable {
         let userSessions = UserSessionCounts(limit: configuration.sessions.maximumSessionsPerUser)
         let services = SessionServices(
             store: store, hub: hub, permissions: permissions, auth: auth, uploads: uploads, metrics: metrics,
-            presence: presence, userSessions: userSessions, configuration: configuration.sessions, time: configuration.time,
-            logger: logger)
+            presence: presence, userSessions: userSessions, sessions: sessions, configuration: configuration.sessions,
+            time: configuration.time, logger: logger)
 
         let routes = RouteTable()
         let router = Router(context: SyncRequestContext.self)
@@ -277,85 +280,17 @@ package final class SyncServer: Service, Sendable {
             let counts = hub.counts
             return (counts.feeds, counts.members, hub.watchedInputs)
         }
-        let refusals = UpgradeRefusals()
-        let frameGates = FrameGates()
-        let unauthenticatedLimit = configuration.sessions.unauthenticatedMessageBytes
+        let upgrade = SessionUpgrade(services: services, sessions: sessions, readiness: readiness)
 
-        let webSocketRouter = Router(context: SyncRequestContext.self)
-        webSocketRouter.add(middleware: ErrorMiddleware(metrics: metrics, routes: routes))
-        webSocketRouter.ws("v1/sync") { request, context in
-            // Stopping: a client connects again (through a balancer, to another instance)
-            // rather than to a session that would be closed at once.
-            if readiness.isStopping {
-                if let channel = context.channel {
-                    refusals.refuse(channel, SyncError(.unavailable, "the server is stopping; connect again"))
-                }
-                return .dontUpgrade
-            }
-            do {
-                _ = try SessionPresence(query: request.uri.queryParameters.get("presence"))
-            } catch let error as SyncError {
-                if let channel = context.channel { refusals.refuse(channel, error) }
-                return .dontUpgrade
-            }
-            // A credential in the header must be valid; without one, the client sends `auth`.
-            if let credential = request.bearerCredential {
-                do {
-                    let granted = try await auth.authenticate(bearer: credential)
-                    if let user = granted.principal.userID, userSessions.isFull(user) {
-                        throw SyncError(.tooManySessions, "you have \(userSessions.limit) sessions open; close one first")
-                    }
-                } catch let error as SyncError {
-                    // Answered with the error's status and body (401, 429), not the WebSocket
-                    // layer's bare 400.
-                    if let channel = context.channel { refusals.refuse(channel, error) }
-                    return .dontUpgrade
-                }
-            } else {
-                // Until `auth`, only small frames (see FrameGate).
-                guard let channel = context.channel else { return .dontUpgrade }
-                try await frameGates.install(on: channel, limit: unauthenticatedLimit)
-            }
-            return .upgrade([:])
-        } onUpgrade: { inbound, outbound, context in
-            context.requestContext.webSocketSlot.release()
-            var credential: Credential?
-            if let bearer = context.request.bearerCredential {
-                credential = try await auth.authenticate(bearer: bearer)
-            }
-            let id = self.nextSessionID.withLock { value in
-                value += 1
-                return value
-            }
-            var sessionServices = services
-            sessionServices.logger[metadataKey: "session"] = "\(id)"
-            let presence = (try? SessionPresence(query: context.request.uri.queryParameters.get("presence"))) ?? .counted
-            let session = SyncSession(
-                services: sessionServices, id: id, credential: credential, frameGate: context.requestContext.channel.flatMap(frameGates.take),
-                countsInPresence: presence == .counted)
-            // One that upgraded as the shutdown began closes as the others do.
-            if !self.sessions.add(session) { session.beginShutdown() }
-            defer { self.sessions.remove(session) }
-            do {
-                try await session.run(inbound: inbound, outbound: outbound)
-                await session.leftPresence()
-            } catch {
-                await session.leftPresence()
-                throw error
-            }
-        }
-
-        routes.load([router, webSocketRouter])
+        routes.load([router])
         let app = Application(
             router: router,
-            server: .http1WebSocketUpgrade(
-                webSocketRouter: webSocketRouter,
-                // No automatic pings: a client that stays silent is closed after the idle
-                // timeout (clients ping), and a pinging task per connection is memory.
-                configuration: .init(
-                    http1: .init(additionalChannelHandlers: [refusals.makeHandler()]),
-                    // A browser sends a message as one frame: a frame may be a whole message.
-                    ws: .init(maxFrameSize: configuration.sessions.maximumMessageBytes, autoPing: .disabled, validateUTF8: true))),
+            // HTTP/1.1, and WebSocket sessions served by channel handlers after the upgrade
+            // (SyncChildChannel). No automatic pings: a client that stays silent is closed
+            // after the idle timeout (clients ping), and a timer per connection is memory.
+            server: HTTPServerBuilder { responder in
+                SyncChildChannel(responder: responder, upgrade: upgrade, http1: .init(idleTimeout: nil))
+            },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: configuration.name),
             // Shut down in reverse order: the server first. They start once the server
             // listens: a server that cannot listen stops before any of them touched the database.

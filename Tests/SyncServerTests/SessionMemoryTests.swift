@@ -8,15 +8,16 @@ import Testing
 /// What a closed session leaves behind in the server's memory.
 @Suite("Session memory", .timeLimit(.minutes(30)))
 struct SessionMemoryTests {
-    @Test("a closed WebSocket session frees its request context (HummingbirdWebSocket's handler box and the context hold each other)")
-    func requestContextFreed() async throws {
-        // Exclusive: the count of live request contexts is the whole process's.
+    @Test("a closed WebSocket session is freed, whether the client closes it, the server does, or the connection just drops")
+    func closedSessionFreed() async throws {
+        // Exclusive: the count of live sessions is the whole process's.
         try await TestDatabase.with(exclusive: true) { db in
             try await TestServer.with(database: db.url) { server in
                 let alice = try await server.register("alice@example.com")
-                let before = WebSocketHandlerSlot.liveCount
-                for _ in 0..<20 {
-                    // One session with the token in the upgrade request, one with `auth`.
+                let before = SyncSession.liveCount
+                for round in 0..<10 {
+                    // One session with the token in the upgrade request, one with `auth`, one
+                    // the server closes (a bad `auth`).
                     let upgraded = try await server.connect(token: alice.accessToken)
                     #expect(try await upgraded.next() == .ready(userId: alice.userID))
                     _ = await upgraded.close()
@@ -24,14 +25,18 @@ struct SessionMemoryTests {
                     authenticated.send(.auth(token: alice.accessToken))
                     #expect(try await authenticated.next() == .ready(userId: alice.userID))
                     _ = await authenticated.close()
+                    let refused = try await server.connect(token: nil)
+                    refused.send(.auth(token: "not a token \(round)"))
+                    #expect(try await refused.closeCode(timeout: .seconds(30)) == 4001)
                 }
                 // Each goes when its connection has closed on the server's side too.
                 let deadline = ContinuousClock.now + .seconds(60)
-                while WebSocketHandlerSlot.liveCount > before, ContinuousClock.now < deadline {
+                while SyncSession.liveCount > before, ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(50))
                 }
-                let left = WebSocketHandlerSlot.liveCount - before
-                #expect(left <= 0, "\(left) of 40 closed sessions' request contexts are still in memory")
+                let left = SyncSession.liveCount - before
+                #expect(left <= 0, "\(left) of 30 closed sessions are still in memory")
+                #expect(server.server.sessionCount == 0)
             }
         }
     }
@@ -39,7 +44,7 @@ struct SessionMemoryTests {
     /// A task's stack (every slab it grew to) is freed only when the task goes, and a finished
     /// task's handle keeps it: an idle session that kept its last worker's handle kept the
     /// worker's whole stack, ~13 kB in a release build, the biggest part of an idle session.
-    @Test("an idle session lets go of its finished worker")
+    @Test("an idle session holds no task: its finished worker and reader are let go of")
     func finishedWorkerReleased() async throws {
         try await TestDatabase.with { db in
             try await TestServer.with(database: db.url) { server in
@@ -65,10 +70,11 @@ struct SessionMemoryTests {
                 // Each worker lets go of its task in the step that ends it, after its last
                 // answer was queued.
                 let deadline = ContinuousClock.now + .seconds(30)
-                while server.server.sessionWorkersHeld > 0, ContinuousClock.now < deadline {
+                while server.server.sessionTasksHeld > 0, ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(20))
                 }
-                #expect(server.server.sessionWorkersHeld == 0, "idle sessions still hold their finished workers' tasks")
+                #expect(server.server.sessionTasksHeld == 0, "idle sessions still hold their finished tasks")
+                #expect(server.server.sessionCount == 3)
                 for client in clients { _ = await client.close() }
             }
         }

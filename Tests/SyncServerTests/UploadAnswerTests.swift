@@ -204,14 +204,14 @@ struct UploadAnswerTests {
                 let handshake = "GET /v1/sync HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                     + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
                 try socket.send(Array(handshake.utf8))
-                let response = try socket.receive(until: { String(decoding: $0, as: UTF8.self).contains("\r\n\r\n") })
+                let response = try await socket.receive(until: { String(decoding: $0, as: UTF8.self).contains("\r\n\r\n") })
                 #expect(String(decoding: response, as: UTF8.self).hasPrefix("HTTP/1.1 101"))
                 // A text frame that says it holds 1 MiB; only its header and 10 bytes are sent.
                 let length = 1 << 20
                 let header: [UInt8] = [0x81, 0x80 | 127] + (0..<8).reversed().map { UInt8((UInt64(length) >> (8 * UInt64($0))) & 0xFF) } + [9, 9, 9, 9]
                 try socket.send(header + [UInt8](repeating: 0x20, count: 10))
                 // The server closes at once with 1009: it does not wait for the rest of the frame.
-                let closing = try socket.receive(until: { $0.count >= 4 })
+                let closing = try await socket.receive(until: { $0.count >= 4 })
                 #expect(Array(closing.prefix(4)) == [0x88, 0x02, 0x03, 0xF1])
             }
         }
@@ -224,8 +224,6 @@ final class RawSocket {
 
     init(port: Int) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var timeout = timeval(tv_sec: 20, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian
@@ -241,12 +239,19 @@ final class RawSocket {
         guard sent == bytes.count else { throw SyncError(.unavailable, "short send") }
     }
 
-    /// Reads until `done` holds for what was read; throws on timeout or end of stream.
-    func receive(until done: ([UInt8]) -> Bool) throws -> [UInt8] {
+    /// Reads until `done` holds for what was read; throws after 20 seconds or at the end of the
+    /// stream. It never blocks its thread (a test's thread is one of the few the whole process
+    /// runs its tasks on, the server's included): it polls, yielding in between.
+    func receive(until done: ([UInt8]) -> Bool) async throws -> [UInt8] {
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + .seconds(20)
         while !done(received) {
-            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+                continue
+            }
             guard count > 0 else { throw SyncError(.unavailable, "the connection ended after \(received.count) bytes") }
             received += chunk[0..<count]
         }

@@ -39,12 +39,7 @@ extension Request {
     }
 
     /// The credential of an `Authorization: Bearer …` header.
-    var bearerCredential: String? {
-        guard let header = headers[.authorization] else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        return String(parts[1]).trimmingCharacters(in: .whitespaces)
-    }
+    var bearerCredential: String? { headers.bearerCredential }
 }
 
 /// Answers every error thrown by a route with the contract's error body, never with
@@ -78,5 +73,15 @@ struct ErrorMiddleware: RouterMiddleware {
         }
         response.headers[HTTPField.Name("x-request-id")!] = context.id
         return response
+    }
+}
+
+extension HTTPFields {
+    /// The credential of an `Authorization: Bearer …` header.
+    var bearerCredential: String? {
+        guard let header = self[.authorization] else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return String(parts[1]).trimmingCharacters(in: .whitespaces)
     }
 }

@@ -19,24 +19,16 @@ final class FrameGate: Sendable {
     var opened: Bool { isOpen.load(ordering: .acquiring) }
 }
 
-/// The gates of connections between their upgrade and their session.
-final class FrameGates: Sendable {
-    private let gates = Locked<[ObjectIdentifier: FrameGate]>([:])
-
+extension FrameGate {
     /// Puts a gate at the front of the connection's pipeline (before the WebSocket decoder that
-    /// the upgrade adds) and keeps it for the session.
-    func install(on channel: any Channel, limit: Int) async throws {
+    /// the upgrade adds), for the session to open.
+    static func install(on channel: any Channel, limit: Int) async throws -> FrameGate {
         let gate = FrameGate()
-        gates.withLock { $0[ObjectIdentifier(channel)] = gate }
         // Made and added on the channel's event loop, where a handler lives.
         try await channel.eventLoop.submit {
-            try channel.pipeline.syncOperations.addHandler(FrameGateHandler(gate: gate, limit: limit, gates: self), position: .first)
+            try channel.pipeline.syncOperations.addHandler(FrameGateHandler(gate: gate, limit: limit), position: .first)
         }.get()
-    }
-
-    /// The connection's gate, forgotten as it is taken.
-    func take(_ channel: any Channel) -> FrameGate? {
-        gates.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+        return gate
     }
 }
 
@@ -46,13 +38,11 @@ final class FrameGateHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundOut = ByteBuffer
 
     private let gate: FrameGate
-    private let gates: FrameGates
     private var scanner: FrameHeaderScanner
     private var refused = false
 
-    init(gate: FrameGate, limit: Int, gates: FrameGates) {
+    init(gate: FrameGate, limit: Int) {
         self.gate = gate
-        self.gates = gates
         self.scanner = FrameHeaderScanner(limit: limit)
     }
 
@@ -72,11 +62,6 @@ final class FrameGateHandler: ChannelInboundHandler, RemovableChannelHandler {
             return
         }
         context.fireChannelRead(data)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        _ = gates.take(context.channel)
-        context.fireChannelInactive()
     }
 
     private func wrapOutbound(_ buffer: ByteBuffer) -> NIOAny { NIOAny(buffer) }

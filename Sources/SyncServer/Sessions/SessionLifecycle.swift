@@ -1,13 +1,13 @@
 /// Where a session is in its life, and who of its tasks must act: a value with no lock and no
 /// I/O, kept in the session's state and changed under its lock. Each method takes one
 /// happening (work asked for, the worker done, an upload batch taken or answered, a shutdown,
-/// a close) and answers what the caller does outside the lock: start a worker, wake the main
-/// task, close now.
+/// a close) and answers what the caller does outside the lock: start a worker, wake the
+/// writer, close now.
 ///
 /// The rules it keeps:
 /// - one worker at a time; work asked for while it runs makes it look once more before it
 ///   ends, so no request is lost between its last look and its end;
-/// - the main task is told once that items wait, until it looks;
+/// - the connection's writer is woken once when items wait, until it looks;
 /// - a shutdown closes at once, or after the upload batch being applied is answered;
 /// - once closing, no worker starts, no upload batch begins, and the close happens once;
 /// - a revoked credential is answered once (`session_revoked`), and not once closing.
@@ -24,7 +24,7 @@ struct SessionLifecycle: Sendable, Equatable {
     private(set) var isWorking = false
     /// Work was asked for while the worker ran.
     private var moreWork = false
-    /// A `write` event is on its way to the main task.
+    /// The connection's writer was woken and has not looked yet.
     private var writeSignalled = false
     /// The session is being closed for its revoked credential.
     private var isRevoked = false
@@ -80,16 +80,16 @@ struct SessionLifecycle: Sendable, Equatable {
         return isShuttingDown
     }
 
-    // MARK: The main task
+    // MARK: The writer
 
-    /// Items were queued. `true`: wake the main task (it was not told already).
+    /// Items were queued. `true`: wake the writer (it was not woken already).
     mutating func itemsQueued() -> Bool {
         guard !writeSignalled else { return false }
         writeSignalled = true
         return true
     }
 
-    /// The main task looks at the queue: items queued from now on wake it again.
+    /// The writer looks at the queue: items queued from now on wake it again.
     mutating func writerLooks() {
         writeSignalled = false
     }

@@ -59,11 +59,11 @@ final class SessionRegistry: Service, Sendable {
 
     var count: Int { state.withLock { $0.sessions.count } }
 
-    /// How many open sessions hold their worker's task: none once each is idle (a finished
-    /// task kept by its handle keeps its whole stack).
-    var workersHeld: Int {
+    /// How many open sessions hold a task (their worker or reader): none once each is idle (a
+    /// finished task kept by its handle keeps its whole stack).
+    var tasksHeld: Int {
         let open = state.withLock { Array($0.sessions.values) }
-        return open.count { $0.holdsWorker }
+        return open.count { $0.holdsTask }
     }
 
     /// The graceful shutdown began (``windDown(timeout:)``): no session is added any more.

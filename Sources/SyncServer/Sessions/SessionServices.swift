@@ -12,6 +12,8 @@ struct SessionServices: Sendable {
     let metrics: ServerMetrics
     let presence: PresenceService?
     let userSessions: UserSessionCounts
+    /// The registry a session leaves as it ends.
+    let sessions: SessionRegistry?
     let configuration: SessionConfiguration
     /// Time for timeouts and token lifetimes (``ServerConfiguration/time``).
     let time: SyncClock

@@ -9,25 +9,20 @@ import SyncProtocol
 import SyncStorage
 
 extension SyncSession {
-    /// Handles one message from the client. Errors answer with an `error` message; the
-    /// session goes on, except for authentication failures, which close it.
-    ///
-    /// The reader task calls it for every message, for the whole life of the session, and a
-    /// task keeps every slab its stack ever grew to until it ends: what may go deep (checking
-    /// a token, a permission rule reading the database) runs on a task of its own, awaited,
-    /// and the rest is decoded outside the asynchronous frame. An idle session's reader then
-    /// holds no more stack than reading and queueing need.
+    /// Handles one message from the client, on the session's reader task. Errors answer with
+    /// an `error` message; the session goes on, except for authentication failures, which
+    /// close it.
     func handle(_ bytes: ByteBuffer) async {
         switch received(bytes) {
         case nil:
             return
         case .auth(let token)?:
-            await onItsOwnTask { await self.authenticate(token) }
+            await authenticate(token)
         case .message(.subscribe(let partition, let cursor, let progress), let principal)?:
             // The wire's cursor read once, here: one this server did not hand out (another
             // database's, or garbage) starts a snapshot.
             let start = cursor.flatMap(CursorPosition.init)
-            await onItsOwnTask { await self.subscribe(partition, from: start, progress: progress, as: principal) }
+            await subscribe(partition, from: start, progress: progress, as: principal)
         case .message(.upload(let requestId, let partition, let operations), _)?:
             await enqueueUpload(QueuedUpload(requestId: requestId, partition: partition, operations: operations))
         case .message(.ping(let nonce), _)?:
@@ -81,17 +76,6 @@ extension SyncSession {
             return nil
         }
         return .message(message, principal)
-    }
-
-    /// Runs `body` on a task of its own and waits for it (cancelled with the caller): its
-    /// stack, however deep it goes, is freed when it ends.
-    private func onItsOwnTask(_ body: @escaping @Sendable () async -> Void) async {
-        let task = Task(operation: body)
-        await withTaskCancellationHandler {
-            await task.value
-        } onCancel: {
-            task.cancel()
-        }
     }
 
     /// Authenticates with a token: the first time it makes the session ready; later it

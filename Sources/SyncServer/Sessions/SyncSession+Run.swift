@@ -1,6 +1,6 @@
 import CoreMetrics
+import DequeModule
 import Foundation
-import HummingbirdWebSocket
 import Locking
 import Logging
 import NIOCore
@@ -12,58 +12,129 @@ import SyncProtocol
 import SyncStorage
 
 extension SyncSession {
-    /// Serves the connection until either side closes it, or the server shuts down (then the
-    /// upload in progress finishes, its answer is sent, and the session closes with 1001).
-    ///
-    /// A frame the WebSocket layer refuses (invalid UTF-8, a message over the size limit, a
-    /// protocol violation) ends the session with that error thrown, so the layer closes the
-    /// connection with the matching code (1007, 1009, 1002).
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
+    /// What the connection does after handing over a message.
+    enum Reading: Equatable {
+        case goOn
+        /// Messages wait to be handled: read no more until the session says
+        /// (``SessionConnection/resumeReading()``).
+        case pause
+    }
+
+    /// The connection is ready (its ``SessionChannelHandler`` added after the upgrade): a
+    /// session authenticated by the upgrade request says `ready` and counts in its user's
+    /// presence.
+    func connected(_ connection: SessionConnection) {
         services.metrics.sessionOpened()
-        defer {
+        state.withLock { $0.connection = connection }
+        if principal != nil, admitToSessionCount() {
+            send(.ready(userId: principal!.description))
+            state.withLock { $0.inbox.append(.joinPresence) }
+            startReader()
+        }
+    }
+
+    /// The most bytes the next message may have: small until `auth` succeeded.
+    var messageLimit: Int {
+        let authenticated = state.withLock { $0.principal != nil }
+        let configuration = services.configuration
+        return authenticated ? configuration.maximumMessageBytes : configuration.unauthenticatedMessageBytes
+    }
+
+    /// A message from the client, handled in order by the session's reader task (started when
+    /// a message arrives and none runs, ended when none waits).
+    func arrived(_ bytes: ByteBuffer) -> Reading {
+        let (start, pause) = state.withLock { state -> (Bool, Bool) in
+            guard state.lifecycle.isOpen else { return (false, false) }
+            state.inbox.append(.message(bytes))
+            let start = state.reader == nil
+            // One message handled, one waiting: the connection waits for the reader.
+            let pause = state.inbox.count >= 2
+            if pause { state.readingPaused = true }
+            return (start, pause)
+        }
+        if start { startReader() }
+        return pause ? .pause : .goOn
+    }
+
+    /// Starts the reader task if none runs and a message waits.
+    private func startReader() {
+        state.withLock { state in
+            guard state.reader == nil, !state.inbox.isEmpty else { return }
+            state.reader = Task { await self.readMessages() }
+        }
+    }
+
+    /// The reader: handles the waiting messages in order, then ends. Its handle is let go of
+    /// in the step that ends it, so an idle session holds no task (a finished task's handle
+    /// keeps its stack).
+    private func readMessages() async {
+        while true {
+            let (next, resume) = state.withLock { state -> (Inbound?, SessionConnection?) in
+                let next = state.lifecycle.isOpen ? state.inbox.popFirst() : nil
+                if next == nil {
+                    state.inbox.removeAll()
+                    state.reader = nil
+                }
+                // Reading goes on once fewer than two wait, and when the reader ends (a closing
+                // session still reads the client's close frame).
+                var resume: SessionConnection?
+                if state.readingPaused, next == nil || state.inbox.count < 2 {
+                    state.readingPaused = false
+                    resume = state.connection
+                }
+                return (next, resume)
+            }
+            resume?.resumeReading()
+            switch next {
+            case nil: return
+            case .joinPresence: await joinedPresence()
+            case .message(let bytes): await handle(bytes)
+            }
+        }
+    }
+
+    /// The client's input is over: it closed, sent what the server refuses, or its connection
+    /// failed. Nothing more is read or queued.
+    func inputEnded() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            _ = state.lifecycle.closed()
+            state.outbox.end()
+            state.inbox.removeAll()
+            defer { state.uploadRoom = nil }
+            return state.uploadRoom
+        }
+        waiter?.resume()
+    }
+
+    /// The connection wrote its close frame (``checkTimeouts(now:date:)`` closes it if the
+    /// client does not answer in time).
+    func closeSent() {
+        let now = services.time.uptime()
+        state.withLock { $0.closeSent = now }
+    }
+
+    /// The connection closed: the session ends. What is being applied finishes (an upload's
+    /// transaction, a page read), then the session leaves its feeds, its user's session count
+    /// and presence, and the registry.
+    func disconnected() {
+        let (worker, reader, waiter) = state.withLock { state in
+            _ = state.lifecycle.closed()
+            state.connection = nil
+            state.inbox.removeAll()
+            defer { state.uploadRoom = nil }
+            return (state.worker, state.reader, state.uploadRoom)
+        }
+        waiter?.resume()
+        Task {
+            worker?.cancel()
+            await worker?.value
+            await reader?.value
             endAll()
             leaveSessionCount()
             services.metrics.sessionClosed()
+            await leftPresence()
+            services.sessions?.remove(self)
         }
-        if let principal, admitToSessionCount() {
-            send(.ready(userId: principal.description))
-            await joinedPresence()
-        }
-        let failure = await withDiscardingTaskGroup { group -> (any Error)? in
-            group.addTask {
-                // A reader that ends because the server closes the session leaves the end to
-                // the main task, which sends the close frame first.
-                if let error = await self.readLoop(inbound) {
-                    self.eventSink.yield(.ended(error))
-                } else if self.state.withLock({ $0.lifecycle.isOpen }) {
-                    self.eventSink.yield(.ended(nil))
-                }
-            }
-            // This task writes what is queued; the session ends when the client's input ends,
-            // or a close frame (or a failed write) ends the output.
-            var failure: (any Error)?
-            events: for await event in events {
-                switch event {
-                case .write:
-                    state.withLock { $0.lifecycle.writerLooks() }
-                    guard await writeQueued(outbound) else { break events }
-                case .ended(let error):
-                    failure = error
-                    break events
-                }
-            }
-            group.cancelAll()
-            return failure
-        }
-        // Nothing more is sent: the worker stops (an upload being applied is finished), and no
-        // other starts.
-        let worker = state.withLock { state in
-            _ = state.lifecycle.closed()
-            return state.worker
-        }
-        worker?.cancel()
-        await worker?.value
-        if let failure { throw failure }
     }
 
     /// The server is shutting down: close with 1001 now, or after the upload being applied
@@ -73,88 +144,23 @@ extension SyncSession {
         if closeNow { close(.goingAway, "the server is shutting down") }
     }
 
-    /// Reads and handles messages in order. Returns the error that ended the input, if any.
-    ///
-    /// Until the session is authenticated a message may hold only `unauthenticatedMessageBytes`:
-    /// the frames of a longer one are refused as soon as they pass that (1009), so an
-    /// unauthenticated client cannot make the server gather a 16 MiB message.
-    private func readLoop(_ inbound: WebSocketInboundStream) async -> (any Error)? {
-        let configuration = services.configuration
-        var frames = inbound.makeAsyncIterator()
-        do {
-            while true {
-                let authenticated = state.withLock { $0.principal != nil }
-                let limit = authenticated ? configuration.maximumMessageBytes : configuration.unauthenticatedMessageBytes
-                // The limit bounds the continuation frames; the first frame is bounded by the
-                // frame size, and checked here.
-                guard let message = try await frames.nextMessage(maxSize: limit) else { break }
-                let bytes: ByteBuffer
-                switch message {
-                case .text(let text): bytes = ByteBuffer(string: text)
-                case .binary(let buffer): bytes = buffer
-                }
-                if !authenticated, bytes.readableBytes > limit {
-                    close(.messageTooLarge, "a message before 'auth' has at most \(limit) bytes")
-                    break
-                }
-                await handle(bytes)
-                if !state.withLock({ $0.lifecycle.isOpen }) { break }
-            }
-        } catch {
-            logger.debug("session input refused", metadata: ["error": "\(error)"])
-            _ = state.withLock { $0.lifecycle.closed() }
-            return error
-        }
-        return nil
-    }
-
-    /// Writes the queued items, at the pace the client reads; `false` once the output is over
-    /// (a close frame was sent, or a write failed).
-    private func writeQueued(_ outbound: WebSocketOutboundWriter) async -> Bool {
-        while let item = takeNextItem() {
-            do {
-                switch item {
-                case .reply(let text):
-                    try await writeText(ByteBuffer(string: text), to: outbound)
-                case .page(let page):
-                    defer { pageWritten(page) }
-                    try await writeText(page.bytes, to: outbound)
-                case .close(let code, let reason):
-                    try? await outbound.close(code, reason: reason)
-                    return false
-                }
-            } catch {
-                return false
-            }
-        }
-        return true
-    }
-
-    /// Writes a text message from its UTF-8 bytes as they are (the same buffer may go to many
-    /// sessions), in frames of at most the configured size.
-    ///
-    /// Every item goes out through the one write below: the main task lives as long as the
-    /// session and keeps every slab its stack ever grew to, and each call site of the
-    /// WebSocket writer, inlined, adds its own copy of the writer's state to the frame.
-    private func writeText(_ bytes: ByteBuffer, to outbound: WebSocketOutboundWriter) async throws {
-        let limit = services.configuration.maximumFrameBytes
-        var rest = bytes
-        var opcode = WebSocketOpcode.text
-        while true {
-            let last = rest.readableBytes <= limit
-            let data = last ? rest : rest.readSlice(length: limit)!
-            try await outbound.write(.custom(WebSocketFrame(fin: last, opcode: opcode, data: data)))
-            if last { return }
-            opcode = .continuation
-        }
+    /// The connection looks at the queue: items queued from now on wake it again.
+    func writerLooks() {
+        state.withLock { $0.lifecycle.writerLooks() }
     }
 
     /// Closes the session if it stayed unauthenticated, outlived its token, or went idle (the
     /// ``SessionRegistry`` asks every session twice a second). It only queues the close
-    /// frame; the writer sends it and ends the session.
+    /// frame; the connection sends it, and is closed here if the client has not answered it
+    /// within the close timeout.
     func checkTimeouts(now: Duration, date: Date) {
-        let (last, opened, expires, authenticated, closing) = state.withLock {
-            ($0.lastActivity, $0.opened, $0.expires, $0.principal != nil, $0.lifecycle.isClosing)
+        let (last, opened, expires, authenticated, closing, closeSent, connection) = state.withLock {
+            ($0.lastActivity, $0.opened, $0.expires, $0.principal != nil, $0.lifecycle.isClosing, $0.closeSent, $0.connection)
+        }
+        if let closeSent, now - closeSent > services.configuration.closeTimeout {
+            // The client did not answer the close frame: the connection closes without it.
+            connection?.close()
+            return
         }
         guard !closing else { return }
         if !authenticated, now - opened > services.configuration.authTimeout {

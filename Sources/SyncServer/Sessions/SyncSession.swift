@@ -3,6 +3,7 @@ import DequeModule
 import Foundation
 import Locking
 import Logging
+import Synchronization
 import NIOCore
 import NIOWebSocket
 import PartitionSync
@@ -12,15 +13,17 @@ import SyncStorage
 /// One WebSocket connection: its principal, its subscriptions, and a bounded queue of
 /// outgoing messages.
 ///
-/// Two tasks serve it all the time (see `SyncSession+Run.swift`): the reader handles client
-/// messages in order, queueing uploads; the main task drains the outgoing queue into the
-/// socket, at the pace the client reads. A worker task runs only while there is work — uploads
-/// to apply, the consecutive ones to one partition in one transaction (see
-/// `SyncSession+Uploads.swift`), snapshot and catch-up pages to read, permissions to check
-/// again — so an idle session costs two tasks. The worker is started by whoever asks for work,
-/// not by the main task: a client that stops reading holds up the main task on the socket, and
-/// must not hold up its uploads, nor the end of a subscription it may no longer read. The ``SessionRegistry`` closes idle and expired
-/// sessions for all of them.
+/// An idle session holds no task. Its connection (``SessionChannelHandler``, on the
+/// connection's event loop) reads frames into messages and writes what is queued as the
+/// socket takes it, at the pace the client reads. Tasks run only while there is work (see
+/// `SyncSession+Run.swift`): the reader handles the client's messages in order, queueing
+/// uploads, while messages wait; the worker applies queued uploads, the consecutive ones to
+/// one partition in one transaction (see `SyncSession+Uploads.swift`), reads snapshot and
+/// catch-up pages, and checks permissions again. Each is started by whoever brings it work
+/// and lets go of its task as it ends (a task keeps the stack it grew to as long as it
+/// lives). A client that stops reading holds up only its own socket, not its uploads, nor the
+/// end of a subscription it may no longer read. The ``SessionRegistry`` closes idle and
+/// expired sessions for all of them.
 ///
 /// Its subscriptions catch up or follow their feed live (``SessionSubscriptions``): when the
 /// queue holds more change bytes than the limit, a live subscription that would overflow it
@@ -47,7 +50,7 @@ final class SyncSession: FeedSubscriber, Sendable {
         var subscriptions = SessionSubscriptions()
         /// What is to be sent, and the pages each subscription has queued or in the writer.
         var outbox: SessionOutbox
-        /// Closing, shutting down, uploading, the worker and the main task's wake-up.
+        /// Closing, shutting down, uploading, the worker and the writer's wake-up.
         var lifecycle = SessionLifecycle()
         /// Permission inputs that changed: the decisions depending on them are checked again.
         var recheck: Set<PermissionInput> = []
@@ -69,22 +72,29 @@ final class SyncSession: FeedSubscriber, Sendable {
         var countedUser: String?
         /// The running worker, until it ends: the session waits for it before it ends.
         var worker: Task<Void, Never>?
+        /// The connection, from its upgrade until it closes.
+        var connection: SessionConnection?
+        /// Messages received and not yet handled, in order.
+        var inbox: Deque<Inbound> = []
+        /// The running reader, until it ends.
+        var reader: Task<Void, Never>?
+        /// The connection reads no more until the reader takes the messages waiting.
+        var readingPaused = false
+        /// When the connection wrote its close frame (``SyncClock/uptime``).
+        var closeSent: Duration?
     }
 
-    /// What the session's main task is told by its reader and the others.
-    enum Event: Sendable {
-        /// Items were queued for the socket.
-        case write
-        /// The session is over: the reader or the writer ended (with the reader's error).
-        case ended((any Error)?)
+    /// What the reader handles.
+    enum Inbound: Equatable {
+        /// Count in the user's presence (a session authenticated by its upgrade request).
+        case joinPresence
+        case message(ByteBuffer)
     }
 
     let services: SessionServices
     let id: Int
     var logger: Logger { services.logger }
     let state: Locked<State>
-    let eventSink: AsyncStream<Event>.Continuation
-    let events: AsyncStream<Event>
 
     /// Opened once the session is authenticated by `auth`: until then the connection takes
     /// only small frames.
@@ -98,23 +108,29 @@ final class SyncSession: FeedSubscriber, Sendable {
         self.id = id
         self.frameGate = frameGate
         self.countsInPresence = countsInPresence
-        (events, eventSink) = AsyncStream.makeStream(of: Event.self)
         let opened = services.time.uptime()
         let outbox = SessionOutbox(
             byteLimit: services.configuration.outboxLimitBytes, replyLimit: services.configuration.outboxLimitReplies)
         var state = State(opened: opened, lastActivity: opened, outbox: outbox)
         if let credential { state.grant(credential, configuration: services.configuration, now: services.time.now()) }
         self.state = Locked(state)
+        Self.live.add(1, ordering: .relaxed)
     }
 
     var principal: Principal? { state.withLock { $0.principal } }
 
-    /// Whether the session holds a worker's task (one runs).
-    var holdsWorker: Bool { state.withLock { $0.worker != nil } }
+    /// Whether the session holds a task (its worker or its reader runs).
+    var holdsTask: Bool { state.withLock { $0.worker != nil || $0.reader != nil } }
 
-    /// Tells the main task that items wait in the queue (once until it looks).
+    private static let live = Atomic<Int>(0)
+    /// Sessions not yet freed, for the test that checks a closed one is.
+    static var liveCount: Int { live.load(ordering: .relaxed) }
+
+    deinit { Self.live.subtract(1, ordering: .relaxed) }
+
+    /// Tells the connection that items wait in the queue (once until it looks).
     func signalWriter() {
-        if state.withLock({ $0.lifecycle.itemsQueued() }) { eventSink.yield(.write) }
+        state.withLock { $0.lifecycle.itemsQueued() ? $0.connection : nil }?.wakeWriter()
     }
 
     /// Asks for the worker: starts one, or tells the running one to look again; none once the
