@@ -93,7 +93,7 @@ struct ConnectionsScenario {
             "allSessionsMs": completion.summary,
             "deliveryMs": tracker.latencies.summary,
             "floor": ["what": "INSERT + NOTIFY → one LISTENing connection", "latencyMs": floor.summary],
-            "target": "all sessions held, serverBytesPerSession <= 51200",
+            "target": "all sessions held, serverBytesPerSession <= 20480",
         ]
         if let failure { result["stoppedBy"] = .string(failure) }
         return .object(result)
