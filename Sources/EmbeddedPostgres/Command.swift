@@ -48,6 +48,22 @@ package enum Command {
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
     }
 
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), looked up when first
+    /// needed: Swift's Glibc module does not declare it.
+    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        #if canImport(Glibc)
+        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+        #else
+        return nil
+        #endif
+    }()
+
+    /// Closes every descriptor from `first` on in the spawned program.
+    private static func closeFrom(_ first: Int32, _ actions: inout posix_spawn_file_actions_t) {
+        _ = addCloseFrom?(&actions, first)
+    }
+
     private static func spawn(_ arguments: [String], outputPath: String, environment: [String: String] = [:]) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -55,6 +71,12 @@ package enum Command {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of this process's: a server the command leaves running (`pg_ctl start`)
+        // would otherwise hold every descriptor open at the spawn for its whole life, among them
+        // the socket through which Foundation's `Process` learns that another child exited (a
+        // test then waited forever for a server it had stopped), and this process's own
+        // connections and listening sockets.
+        closeFrom(3, &actions)
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
