@@ -29,6 +29,9 @@ final class SessionChannelHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var readWanted = false
     /// A close frame was written: nothing is written after it.
     private var closeSent = false
+    /// The session's message limit once it changes no more (after `auth`); until then the
+    /// session is asked at each frame, as `auth` may succeed between two.
+    private var finalMessageLimit: Int?
 
     init(session: SyncSession, maximumFrameBytes: Int) {
         self.session = session
@@ -48,7 +51,7 @@ final class SessionChannelHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        switch inbound.take(frame, limit: session.messageLimit) {
+        switch inbound.take(frame, limit: messageLimit()) {
         case .none:
             break
         case .message(let bytes):
@@ -73,6 +76,14 @@ final class SessionChannelHandler: ChannelDuplexHandler, RemovableChannelHandler
             session.inputEnded()
             sendClose(code, reason: reason, context: context)
         }
+    }
+
+    /// The most bytes the message being read may have.
+    private func messageLimit() -> Int {
+        if let finalMessageLimit { return finalMessageLimit }
+        let limit = session.messageLimit
+        if limit.isFinal { finalMessageLimit = limit.bytes }
+        return limit.bytes
     }
 
     func read(context: ChannelHandlerContext) {

@@ -25,43 +25,42 @@ extension SyncSession {
     /// presence.
     func connected(_ connection: SessionConnection) {
         services.metrics.sessionOpened()
-        state.withLock { $0.connection = connection }
-        if principal != nil, admitToSessionCount() {
-            send(.ready(userId: principal!.description))
-            state.withLock { $0.inbox.append(.joinPresence) }
-            startReader()
+        let principal = state.withLock { state in
+            state.connection = connection
+            return state.principal
+        }
+        if let principal, admitToSessionCount() {
+            send(.ready(userId: principal.description))
+            // One message queued to an empty inbox: it pauses nothing.
+            _ = state.withLock { queue(.joinPresence, in: &$0) }
         }
     }
 
-    /// The most bytes the next message may have: small until `auth` succeeded.
-    var messageLimit: Int {
+    /// The most bytes the next message may have: small until `auth` succeeded. `isFinal`: it
+    /// changes no more (the session is authenticated, and a principal is never taken back).
+    var messageLimit: (bytes: Int, isFinal: Bool) {
         let authenticated = state.withLock { $0.principal != nil }
         let configuration = services.configuration
-        return authenticated ? configuration.maximumMessageBytes : configuration.unauthenticatedMessageBytes
+        return authenticated ? (configuration.maximumMessageBytes, true) : (configuration.unauthenticatedMessageBytes, false)
     }
 
     /// A message from the client, handled in order by the session's reader task (started when
     /// a message arrives and none runs, ended when none waits).
     func arrived(_ bytes: ByteBuffer) -> Reading {
-        let (start, pause) = state.withLock { state -> (Bool, Bool) in
-            guard state.lifecycle.isOpen else { return (false, false) }
-            state.inbox.append(.message(bytes))
-            let start = state.reader == nil
-            // One message handled, one waiting: the connection waits for the reader.
-            let pause = state.inbox.count >= 2
-            if pause { state.readingPaused = true }
-            return (start, pause)
-        }
-        if start { startReader() }
+        let pause = state.withLock { queue(.message(bytes), in: &$0) }
         return pause ? .pause : .goOn
     }
 
-    /// Starts the reader task if none runs and a message waits.
-    private func startReader() {
-        state.withLock { state in
-            guard state.reader == nil, !state.inbox.isEmpty else { return }
-            state.reader = Task { await self.readMessages() }
-        }
+    /// Queues a message for the reader (none once the session is not open), starting the
+    /// reader if none runs; `true`: the connection pauses.
+    ///
+    /// The task is created and kept under the lock, as the worker's is (``requestWork()``): the
+    /// reader lets go of its handle under the lock in which it ends, so a handle kept after the
+    /// lock could outlive its task.
+    private func queue(_ message: Inbound, in state: inout State) -> Bool {
+        let arrival = state.inbox.arrived(message, sessionOpen: state.lifecycle.isOpen)
+        if arrival.startReader { state.reader = Task { await self.readMessages() } }
+        return arrival.pause
     }
 
     /// The reader: handles the waiting messages in order, then ends. Its handle is let go of
@@ -70,19 +69,9 @@ extension SyncSession {
     private func readMessages() async {
         while true {
             let (next, resume) = state.withLock { state -> (Inbound?, SessionConnection?) in
-                let next = state.lifecycle.isOpen ? state.inbox.popFirst() : nil
-                if next == nil {
-                    state.inbox.removeAll()
-                    state.reader = nil
-                }
-                // Reading goes on once fewer than two wait, and when the reader ends (a closing
-                // session still reads the client's close frame).
-                var resume: SessionConnection?
-                if state.readingPaused, next == nil || state.inbox.count < 2 {
-                    state.readingPaused = false
-                    resume = state.connection
-                }
-                return (next, resume)
+                let next = state.inbox.takeNext(sessionOpen: state.lifecycle.isOpen)
+                if next.readerEnds { state.reader = nil }
+                return (next.message, next.resumeReading ? state.connection : nil)
             }
             resume?.resumeReading()
             switch next {
@@ -99,7 +88,7 @@ extension SyncSession {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             _ = state.lifecycle.closed()
             state.outbox.end()
-            state.inbox.removeAll()
+            state.inbox.dropWaiting()
             defer { state.uploadRoom = nil }
             return state.uploadRoom
         }
@@ -120,7 +109,7 @@ extension SyncSession {
         let (worker, reader, waiter) = state.withLock { state in
             _ = state.lifecycle.closed()
             state.connection = nil
-            state.inbox.removeAll()
+            state.inbox.dropWaiting()
             defer { state.uploadRoom = nil }
             return (state.worker, state.reader, state.uploadRoom)
         }

@@ -74,18 +74,17 @@ final class SyncSession: FeedSubscriber, Sendable {
         var worker: Task<Void, Never>?
         /// The connection, from its upgrade until it closes.
         var connection: SessionConnection?
-        /// Messages received and not yet handled, in order.
-        var inbox: Deque<Inbound> = []
-        /// The running reader, until it ends.
+        /// Messages received and not yet handled, whether the reader runs, and whether the
+        /// connection reads on.
+        var inbox = SessionInbox()
+        /// The running reader, kept exactly while `inbox.readerRuns`.
         var reader: Task<Void, Never>?
-        /// The connection reads no more until the reader takes the messages waiting.
-        var readingPaused = false
         /// When the connection wrote its close frame (``SyncClock/uptime``).
         var closeSent: Duration?
     }
 
     /// What the reader handles.
-    enum Inbound: Equatable {
+    enum Inbound {
         /// Count in the user's presence (a session authenticated by its upgrade request).
         case joinPresence
         case message(ByteBuffer)
