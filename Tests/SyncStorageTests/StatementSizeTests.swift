@@ -38,6 +38,7 @@ struct StatementSizeTests {
             statement.removed.append(JSONB(value: .array([])))
             statement.depths.append(Int32(index))
             statement.authors.append("tester")
+            statement.imageBytes.append(Int32(body.bytes.count))
         }
         statement.principals = ["tester"]
         statement.requestIDs = ["r1"]
@@ -60,6 +61,7 @@ struct StatementSizeTests {
         #expect(parts.flatMap(\.objectIDs) == whole.objectIDs)
         #expect(parts.flatMap(\.depths) == whole.depths)
         #expect(parts.flatMap(\.after) == whole.after)
+        #expect(parts.flatMap(\.imageBytes) == whole.imageBytes)
         #expect(parts.allSatisfy { $0.bytes <= 500 })
         #expect(split.allSatisfy { $0.bytes == $0.statement.bytes })
         #expect(parts.allSatisfy { $0.clock == 42 })
@@ -69,6 +71,7 @@ struct StatementSizeTests {
         for part in parts {
             #expect(Set([part.collections.count, part.partitions.count, part.versions.count, part.deleted.count]) == [part.ids.count])
             #expect(Set([part.operations.count, part.before.count, part.changed.count, part.authors.count]) == [part.kinds.count])
+            #expect(part.imageBytes.count == part.kinds.count)
         }
     }
 

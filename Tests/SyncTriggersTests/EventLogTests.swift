@@ -116,7 +116,7 @@ struct EventLogTests {
             let log = EventLog(store: store)
             try await log.sequence()
             var text = 0, stored = 0
-            for try await (t, s) in try await db.client.query("SELECT octet_length(after::text), pg_column_size(after) FROM psync_events WHERE seq = 1").decode((Int, Int).self) {
+            for try await (t, s) in try await db.client.query("SELECT image_bytes, pg_column_size(after) FROM psync_events WHERE seq = 1").decode((Int, Int).self) {
                 (text, stored) = (t, s)
             }
             // The premise: stored, an image is a small part of its text.
@@ -125,6 +125,57 @@ struct EventLogTests {
             let docs = ChangeEvent.Filter(kinds: [.object], collections: ["Doc"])
             let (events, through, full) = try await log.events(after: 0, limit: 100, scan: 100, bytes: text * 9 / 2, filter: docs)
             #expect(events.map(\.position) == [1, 2, 3, 4, 5] && through == 5 && full)
+        }
+    }
+
+    @Test("an event records the size of its images as the server encoded them, and a read's budget sums those sizes")
+    func recordedImageSizes() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let room = partition("conversation=c-1")
+            let doc = key("Doc", "d")
+            try await store.upload(Upload(partition: room, operations: [.put(doc, body: ["t": "abc", "n": 1])], principal: "u"))
+            try await store.upload(Upload(partition: room, operations: [.set(doc, path: path("n"), value: 2)], principal: "u"))
+            try await store.upload(Upload(partition: room, operations: [.delete(doc)], principal: "u"))
+            let log = EventLog(store: store)
+            try await log.sequence()
+            let events = try await log.events(after: 0, limit: 10)
+            #expect(events.count == 3)
+            for event in events {
+                // The JSON text of each image present, as the server's serializer writes it.
+                let expected = [event.before, event.after].compactMap { $0 }.reduce(0) { $0 + JSONValue.object($1).jsonBytes.count }
+                let recorded = try await db.scalar("SELECT image_bytes::bigint FROM psync_events WHERE seq = \(event.position)")
+                #expect(expected > 0 && recorded == Int64(expected), "event \(event.position): recorded \(recorded), encoded \(expected)")
+            }
+            // The read counts the recorded sizes, not the images' text: the first event made to
+            // weigh a megabyte fills a budget of a kilobyte alone; made light, all three fit.
+            let docs = ChangeEvent.Filter(kinds: [.object], collections: ["Doc"])
+            _ = try await db.client.query("UPDATE psync_events SET image_bytes = 1000000 WHERE seq = 1", logger: db.logger)
+            var read = try await log.events(after: 0, limit: 10, scan: 100, bytes: 1_000, filter: docs)
+            #expect(read.events.map(\.position) == [1] && read.through == 1 && read.full)
+            _ = try await db.client.query("UPDATE psync_events SET image_bytes = 1", logger: db.logger)
+            read = try await log.events(after: 0, limit: 10, scan: 100, bytes: 3, filter: docs)
+            #expect(read.events.map(\.position) == [1, 2, 3] && read.through == 3 && read.full)
+        }
+    }
+
+    @Test("an event recorded without a size (by the previous build, in a rolling upgrade) is measured as text when read")
+    func eventsWithoutRecordedSize() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let room = partition("conversation=c-1")
+            // Three inserts of bodies of about 1 kB each.
+            for n in 1...3 {
+                let text = String(repeating: "abcdefghij", count: 100)
+                try await store.upload(Upload(partition: room, operations: [.put(key("Doc", "d\(n)"), body: ["t": .string(text)])], principal: "u"))
+            }
+            let log = EventLog(store: store)
+            try await log.sequence()
+            _ = try await db.client.query("UPDATE psync_events SET image_bytes = NULL", logger: db.logger)
+            let docs = ChangeEvent.Filter(kinds: [.object], collections: ["Doc"])
+            // Two events' text reaches 2,000 bytes: the second is read, the third is not.
+            let read = try await log.events(after: 0, limit: 10, scan: 100, bytes: 2_000, filter: docs)
+            #expect(read.events.map(\.position) == [1, 2] && read.through == 2 && read.full)
         }
     }
 

@@ -90,7 +90,11 @@ package struct EventLog: Sendable {
         // parsed, not as stored: an image is compressed when stored, and a record listing 2,000
         // members (the same few fields each) takes a twentieth of its text, so a budget of stored
         // bytes let a run parse 2,000 images of 170 kB at once (3 GB as trees).
-        let size = bytes == nil ? "0" : "coalesce(octet_length(before::text), 0) + coalesce(octet_length(after::text), 0)"
+        // The size is the one the server recorded with the event (migration 0021), or, for an
+        // event recorded without it, the images turned into text here.
+        let size =
+            bytes == nil
+            ? "0" : "coalesce(image_bytes, coalesce(octet_length(before::text), 0) + coalesce(octet_length(after::text), 0))"
         let read = bytes == nil ? "0" : "coalesce(sum(size) OVER (ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)"
         let query: PostgresQuery = """
             SELECT LEAST(last_seq, \(bound)), false, \(unescaped: columns.map { _ in "NULL" }.joined(separator: ", ")) FROM psync_sequencer

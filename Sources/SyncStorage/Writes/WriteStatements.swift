@@ -119,19 +119,19 @@ enum WriteStatements {
         }
     }
 
-    /// `psync_write` (migrations 0006 and 0017): writes objects, stores outcomes, stamps clocks,
-    /// records events.
+    /// `psync_write` (migrations 0006, 0017 and 0021): writes objects, stores outcomes, stamps
+    /// clocks, records events with the sizes of their images.
     struct Write: PostgresPreparedStatement {
-        static let name = "psync_write_2"
+        static let name = "psync_write_3"
         static let sql = """
-            SELECT * FROM psync_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
+            SELECT * FROM psync_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)
             """
         static let bindingDataTypes: [PostgresDataType] = [
             .textArray, .textArray, .textArray, .int8Array, .jsonbArray, .boolArray, .int2Array,
             .textArray, .textArray, .textArray, .jsonbArray,
             .textArray, .int8,
             .textArray, .textArray, .textArray, .textArray, .textArray, .int8Array, .textArray,
-            .jsonbArray, .jsonbArray, .jsonbArray, .jsonbArray, .int4Array, .textArray,
+            .jsonbArray, .jsonbArray, .jsonbArray, .jsonbArray, .int4Array, .textArray, .int4Array,
         ]
         typealias Row = (Int64, Int64)
 
@@ -166,14 +166,17 @@ enum WriteStatements {
         var removed: [JSONB] = []
         var depths: [Int32] = []
         var authors: [String] = []
+        /// The bytes of each event's images as JSON text (0 for an absent one): what a
+        /// trigger's read counts against its budget (migration 0021).
+        var imageBytes: [Int32] = []
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 26)
+            var bindings = PostgresBindings(capacity: 27)
             append(to: &bindings)
             return bindings
         }
 
-        /// Appends the 26 parameters, in the order of psync_write's.
+        /// Appends the 27 parameters, in the order of psync_write's.
         func append(to bindings: inout PostgresBindings) {
             bindings.append(collections)
             bindings.append(ids)
@@ -201,6 +204,7 @@ enum WriteStatements {
             bindings.append(removed)
             bindings.append(depths)
             bindings.append(authors)
+            bindings.append(imageBytes)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row {
@@ -281,6 +285,7 @@ enum WriteStatements {
             part.removed = Array(removed[events])
             part.depths = Array(depths[events])
             part.authors = Array(authors[events])
+            part.imageBytes = Array(imageBytes[events])
             return part
         }
     }

@@ -608,8 +608,11 @@ package final class WriteTransaction {
             statement.eventPartitions.append(event.partition?.description ?? "")
             statement.eventVersions.append(event.version ?? -1)
             statement.userIDs.append(event.userID ?? "")
-            statement.before.append(EncodedJSONB(bytes: event.encodedBefore ?? event.before.map { JSONValue.object($0).jsonBytes } ?? none))
-            statement.after.append(EncodedJSONB(bytes: event.encodedAfter ?? event.after.map { JSONValue.object($0).jsonBytes } ?? none))
+            let before = event.encodedBefore ?? event.before.map { JSONValue.object($0).jsonBytes }
+            let after = event.encodedAfter ?? event.after.map { JSONValue.object($0).jsonBytes }
+            statement.before.append(EncodedJSONB(bytes: before ?? none))
+            statement.after.append(EncodedJSONB(bytes: after ?? none))
+            statement.imageBytes.append(Int32(clamping: (before?.count ?? 0) + (after?.count ?? 0)))
             statement.changed.append(JSONB(value: .array(event.changed.map(JSONValue.string))))
             statement.removed.append(JSONB(value: .array(event.removed.map(JSONValue.string))))
             statement.depths.append(Int32(clamping: event.depth))
