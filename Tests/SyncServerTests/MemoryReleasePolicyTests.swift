@@ -35,4 +35,29 @@ struct MemoryReleasePolicyTests {
         // A periodic release is not followed up.
         #expect(Self.decisions([5, 5, 5, 5, 5, 5, 5], periodic: 2, followUp: 1) == [false, true, false, true, false, true, false])
     }
+
+    @Test("memory is released once the process's anonymous memory grew by the growth since just after the last release, and measured from there")
+    func growth() {
+        let mb = 1 << 20
+        var policy = MemoryReleasePolicy(minimumPeak: 64, periodic: 1_000, followUp: 0, growth: 64 * mb)
+        var decisions: [Bool] = []
+        // Sessions steady (no load's end): 100 MB at the first check, then growing.
+        for megabytes in [100, 163, 164] { decisions.append(policy.check(sessions: 10, anonymousBytes: megabytes * mb)) }
+        #expect(decisions == [false, false, true])
+        // The release gave back 40 MB: growth is measured from 124 MB now, not from 100.
+        policy.released(anonymousBytes: 124 * mb)
+        decisions = []
+        for megabytes in [170, 188] { decisions.append(policy.check(sessions: 10, anonymousBytes: megabytes * mb)) }
+        #expect(decisions == [false, true])
+        // Memory in use that a release cannot give back is no reason for another.
+        policy.released(anonymousBytes: 188 * mb)
+        decisions = []
+        for megabytes in [188, 200, 251] { decisions.append(policy.check(sessions: 10, anonymousBytes: megabytes * mb)) }
+        #expect(decisions == [false, false, false])
+        // Where the memory cannot be read, only the other rules apply.
+        var unread = MemoryReleasePolicy(minimumPeak: 64, periodic: 1_000, followUp: 0, growth: 64 * mb)
+        decisions = []
+        for _ in 0..<3 { decisions.append(unread.check(sessions: 10, anonymousBytes: nil)) }
+        #expect(decisions == [false, false, false])
+    }
 }
