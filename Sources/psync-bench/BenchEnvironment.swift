@@ -143,23 +143,14 @@ final class BenchEnvironment: Sendable {
     /// The server's resident memory now, in bytes.
     func serverRSS() -> Int {
         guard let pid = server.processIdentifier else { return 0 }
-        return Self.statusField("VmRSS", of: pid)
+        return ProcessStatus.bytes("VmRSS", of: pid) ?? 0
     }
 
     /// The server's anonymous resident memory (`RssAnon`): its heap and stacks, without the
     /// pages of its binary and libraries.
     func serverAnonymousRSS() -> Int {
         guard let pid = server.processIdentifier else { return 0 }
-        return Self.statusField("RssAnon", of: pid)
-    }
-
-    static func statusField(_ field: String, of pid: Int32) -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
-        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
-            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-            return kilobytes * 1024
-        }
-        return 0
+        return ProcessStatus.bytes("RssAnon", of: pid) ?? 0
     }
 
     /// A sum of the server's metric `name` (the samples whose labels contain `labels`), from /metrics.

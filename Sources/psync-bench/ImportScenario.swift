@@ -1,6 +1,7 @@
 import Foundation
 import PostgresNIO
 import SyncProtocol
+import SyncServer
 import SyncStorage
 import SyncTesting
 
@@ -63,7 +64,7 @@ struct ImportScenario {
         try process.run()
         var peak = 0
         while process.isRunning {
-            peak = max(peak, BenchEnvironment.statusField("VmHWM", of: process.processIdentifier))
+            peak = max(peak, ProcessStatus.bytes("VmHWM", of: process.processIdentifier) ?? 0)
             try await Task.sleep(for: .milliseconds(100))
         }
         let seconds = started.duration(to: .now).seconds

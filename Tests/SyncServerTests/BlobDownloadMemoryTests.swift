@@ -12,12 +12,7 @@ import Testing
 @Suite("Blob download memory", .timeLimit(.minutes(30)))
 struct BlobDownloadMemoryTests {
     /// This process's resident memory, in bytes (the server runs in it; the clients are curl processes).
-    static func residentBytes() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
-        let kilobytes = line?.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-        return kilobytes * 1024
-    }
+    static func residentBytes() -> Int { ProcessStatus.bytes("VmRSS") ?? 0 }
 
     @Test("20 clients download a 20 MiB blob at once: the server's memory stays bounded")
     func twentyDownloads() async throws {

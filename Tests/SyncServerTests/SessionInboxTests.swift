@@ -20,29 +20,30 @@ struct SessionInboxTests {
 
     @Test("the first arrival starts the reader without pausing the connection; the next, while the reader runs, starts none")
     func firstArrivalStartsTheReader() {
-        var inbox = SessionInbox()
-        let first = inbox.arrived(message("a"), sessionOpen: true)
-        #expect(first == .init(startReader: true, pause: false))
+        var inbox = SessionInbox<Int>()
+        let first = inbox.arrived(message("a"), sessionOpen: true, startReader: { 1 })
+        #expect(first == .init(startedReader: true, pause: false))
+        #expect(inbox.reader == 1)
         #expect(inbox.readerRuns && !inbox.readingPaused)
         _ = inbox.takeNext(sessionOpen: true)
-        let second = inbox.arrived(message("b"), sessionOpen: true)
-        #expect(!second.startReader, "a second reader started while one runs")
+        let second = inbox.arrived(message("b"), sessionOpen: true, startReader: { 1 })
+        #expect(!second.startedReader, "a second reader started while one runs")
     }
 
     @Test("while two messages wait the connection pauses")
     func secondWaitingPauses() {
-        var inbox = SessionInbox()
-        _ = inbox.arrived(message("a"), sessionOpen: true)
-        let second = inbox.arrived(message("b"), sessionOpen: true)
-        #expect(second == .init(startReader: false, pause: true))
+        var inbox = SessionInbox<Int>()
+        _ = inbox.arrived(message("a"), sessionOpen: true, startReader: { 1 })
+        let second = inbox.arrived(message("b"), sessionOpen: true, startReader: { 1 })
+        #expect(second == .init(startedReader: false, pause: true))
         #expect(inbox.readingPaused)
-        #expect(SessionInbox.pauseThreshold == 2)
+        #expect(SessionInbox<Int>.pauseThreshold == 2)
     }
 
     @Test("the reader takes messages in order, and reading resumes once fewer than two wait")
     func takingResumes() {
-        var inbox = SessionInbox()
-        for name in ["a", "b", "c"] { _ = inbox.arrived(message(name), sessionOpen: true) }
+        var inbox = SessionInbox<Int>()
+        for name in ["a", "b", "c"] { _ = inbox.arrived(message(name), sessionOpen: true, startReader: { 1 }) }
         let first = inbox.takeNext(sessionOpen: true)  // two still wait
         #expect(text(first.message) == "a")
         #expect(!first.resumeReading, "resumed while two messages wait")
@@ -56,20 +57,21 @@ struct SessionInboxTests {
 
     @Test("the reader ends when nothing waits, and the next arrival starts another")
     func readerEndsWhenEmpty() {
-        var inbox = SessionInbox()
-        _ = inbox.arrived(.joinPresence, sessionOpen: true)
+        var inbox = SessionInbox<Int>()
+        _ = inbox.arrived(.joinPresence, sessionOpen: true, startReader: { 1 })
         let first = inbox.takeNext(sessionOpen: true)
         #expect(text(first.message) == "presence" && !first.readerEnds)
         let last = inbox.takeNext(sessionOpen: true)
         #expect(last.message == nil && last.readerEnds)
         #expect(!inbox.readerRuns)
-        #expect(inbox.arrived(message("a"), sessionOpen: true).startReader, "no reader started after the last one ended")
+        #expect(inbox.arrived(message("a"), sessionOpen: true, startReader: { 2 }).startedReader, "no reader started after the last one ended")
+        #expect(inbox.reader == 2)
     }
 
     @Test("closing drops the waiting messages; the reader then ends and reading resumes")
     func closingDropsAndResumes() {
-        var inbox = SessionInbox()
-        for name in ["a", "b", "c"] { _ = inbox.arrived(message(name), sessionOpen: true) }
+        var inbox = SessionInbox<Int>()
+        for name in ["a", "b", "c"] { _ = inbox.arrived(message(name), sessionOpen: true, startReader: { 1 }) }
         inbox.dropWaiting()
         #expect(inbox.waiting.isEmpty)
         let next = inbox.takeNext(sessionOpen: false)
@@ -80,8 +82,8 @@ struct SessionInboxTests {
 
     @Test("a session no longer open hands the reader nothing, even with messages waiting")
     func notOpenEndsTheReader() {
-        var inbox = SessionInbox()
-        for name in ["a", "b"] { _ = inbox.arrived(message(name), sessionOpen: true) }
+        var inbox = SessionInbox<Int>()
+        for name in ["a", "b"] { _ = inbox.arrived(message(name), sessionOpen: true, startReader: { 1 }) }
         let next = inbox.takeNext(sessionOpen: false)  // shutting down: not dropped before
         #expect(next.message == nil && next.readerEnds && next.resumeReading)
         #expect(inbox.waiting.isEmpty && !inbox.readerRuns)
@@ -89,12 +91,12 @@ struct SessionInboxTests {
 
     @Test("arrivals after the close are ignored: queued for nobody, no reader, no pause")
     func arrivalsAfterCloseIgnored() {
-        var inbox = SessionInbox()
-        _ = inbox.arrived(message("a"), sessionOpen: true)
+        var inbox = SessionInbox<Int>()
+        _ = inbox.arrived(message("a"), sessionOpen: true, startReader: { 1 })
         inbox.dropWaiting()
         _ = inbox.takeNext(sessionOpen: false)
-        let late = [inbox.arrived(message("b"), sessionOpen: false), inbox.arrived(message("c"), sessionOpen: false)]
-        #expect(late == [.init(startReader: false, pause: false), .init(startReader: false, pause: false)])
+        let late = [inbox.arrived(message("b"), sessionOpen: false, startReader: { 1 }), inbox.arrived(message("c"), sessionOpen: false, startReader: { 1 })]
+        #expect(late == [.init(startedReader: false, pause: false), .init(startedReader: false, pause: false)])
         #expect(inbox.waiting.isEmpty && !inbox.readerRuns && !inbox.readingPaused)
     }
 }

@@ -4,8 +4,9 @@ import DequeModule
 /// on: a value with no lock and no I/O, kept in the session's state and changed under its
 /// lock. Each method takes one happening (a message arrived, the reader looks for the next,
 /// the session closed) and answers what the caller does outside the lock: start the reader,
-/// pause the connection, resume it. The reader's task handle stays in the session's state,
-/// kept exactly while ``readerRuns``.
+/// pause the connection, resume it. It keeps the running reader's handle (`Reader`: the
+/// session's `Task`, anything in tests), made by the arrival that starts it and let go of in
+/// the step that ends it, so whether a reader runs has one answer.
 ///
 /// The rules it keeps:
 /// - a message is handled in the order it arrived, by one reader at a time, started by the
@@ -16,28 +17,30 @@ import DequeModule
 ///   dropped;
 /// - once the session is no longer open, arrivals are ignored; on a close, what waits is
 ///   dropped.
-struct SessionInbox: Sendable {
+struct SessionInbox<Reader: Sendable>: Sendable {
     /// How many waiting messages pause the connection's reading.
-    static let pauseThreshold = 2
+    static var pauseThreshold: Int { 2 }
 
     /// Messages received and not yet taken by the reader, in order.
     private(set) var waiting: Deque<SyncSession.Inbound> = []
-    /// A reader task is running.
-    private(set) var readerRuns = false
+    /// The running reader, until the step that ends it.
+    private(set) var reader: Reader?
+    /// A reader is running.
+    var readerRuns: Bool { reader != nil }
     /// The connection reads no more until the reader takes the messages waiting.
     private(set) var readingPaused = false
 
     /// What to do about a message that arrived.
     struct Arrival: Equatable {
-        /// Start the reader: none was running.
-        var startReader: Bool
+        /// The reader was started (`startReader` called): none was running.
+        var startedReader: Bool
         /// Tell the connection to read no more for now.
         var pause: Bool
     }
 
     /// What the reader does next.
     struct Next {
-        /// The message to handle; `nil`: the reader ends (and lets go of its task handle).
+        /// The message to handle; `nil`: the reader ends (its handle is let go of).
         var message: SyncSession.Inbound?
         /// Tell the connection to read on.
         var resumeReading: Bool
@@ -46,16 +49,17 @@ struct SessionInbox: Sendable {
     }
 
     /// A message arrived (or the session queued one for itself, as joining presence). Ignored
-    /// once the session is not open.
-    mutating func arrived(_ message: SyncSession.Inbound, sessionOpen: Bool) -> Arrival {
-        guard sessionOpen else { return Arrival(startReader: false, pause: false) }
+    /// once the session is not open. `startReader` makes the reader when none runs; it is
+    /// called under the caller's lock, so the handle is kept before the reader can end.
+    mutating func arrived(_ message: SyncSession.Inbound, sessionOpen: Bool, startReader: () -> Reader) -> Arrival {
+        guard sessionOpen else { return Arrival(startedReader: false, pause: false) }
         waiting.append(message)
-        let start = !readerRuns
-        readerRuns = true
+        let start = reader == nil
+        if start { reader = startReader() }
         // One message handled, one waiting: the connection waits for the reader.
         let pause = waiting.count >= Self.pauseThreshold
         if pause { readingPaused = true }
-        return Arrival(startReader: start, pause: pause)
+        return Arrival(startedReader: start, pause: pause)
     }
 
     /// The reader looks for the next message: the first waiting while the session is open;
@@ -64,7 +68,7 @@ struct SessionInbox: Sendable {
         let message = sessionOpen ? waiting.popFirst() : nil
         if message == nil {
             waiting.removeAll()
-            readerRuns = false
+            reader = nil
         }
         // Reading goes on once fewer than the threshold wait, and when the reader ends (a
         // closing session still reads the client's close frame).

@@ -58,9 +58,9 @@ extension SyncSession {
     /// reader lets go of its handle under the lock in which it ends, so a handle kept after the
     /// lock could outlive its task.
     private func queue(_ message: Inbound, in state: inout State) -> Bool {
-        let arrival = state.inbox.arrived(message, sessionOpen: state.lifecycle.isOpen)
-        if arrival.startReader { state.reader = Task { await self.readMessages() } }
-        return arrival.pause
+        state.inbox.arrived(message, sessionOpen: state.lifecycle.isOpen) {
+            Task { await self.readMessages() }
+        }.pause
     }
 
     /// The reader: handles the waiting messages in order, then ends. Its handle is let go of
@@ -70,7 +70,6 @@ extension SyncSession {
         while true {
             let (next, resume) = state.withLock { state -> (Inbound?, SessionConnection?) in
                 let next = state.inbox.takeNext(sessionOpen: state.lifecycle.isOpen)
-                if next.readerEnds { state.reader = nil }
                 return (next.message, next.resumeReading ? state.connection : nil)
             }
             resume?.resumeReading()
@@ -111,7 +110,7 @@ extension SyncSession {
             state.connection = nil
             state.inbox.dropWaiting()
             defer { state.uploadRoom = nil }
-            return (state.worker, state.reader, state.uploadRoom)
+            return (state.worker, state.inbox.reader, state.uploadRoom)
         }
         waiter?.resume()
         Task {

@@ -74,11 +74,9 @@ final class SyncSession: FeedSubscriber, Sendable {
         var worker: Task<Void, Never>?
         /// The connection, from its upgrade until it closes.
         var connection: SessionConnection?
-        /// Messages received and not yet handled, whether the reader runs, and whether the
+        /// Messages received and not yet handled, the running reader, and whether the
         /// connection reads on.
-        var inbox = SessionInbox()
-        /// The running reader, kept exactly while `inbox.readerRuns`.
-        var reader: Task<Void, Never>?
+        var inbox = SessionInbox<Task<Void, Never>>()
         /// When the connection wrote its close frame (``SyncClock/uptime``).
         var closeSent: Duration?
     }
@@ -119,7 +117,7 @@ final class SyncSession: FeedSubscriber, Sendable {
     var principal: Principal? { state.withLock { $0.principal } }
 
     /// Whether the session holds a task (its worker or its reader runs).
-    var holdsTask: Bool { state.withLock { $0.worker != nil || $0.reader != nil } }
+    var holdsTask: Bool { state.withLock { $0.worker != nil || $0.inbox.readerRuns } }
 
     private static let live = Atomic<Int>(0)
     /// Sessions not yet freed, for the test that checks a closed one is.

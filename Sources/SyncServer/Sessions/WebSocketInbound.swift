@@ -8,9 +8,9 @@ import NIOWebSocket
 /// `WebSocketInboundTests`.
 ///
 /// What it refuses, with the code RFC 6455 gives:
-/// - a message longer than the limit the handler passes with its first frame (the session's
-///   limit, smaller before `auth`): 1009, as soon as a frame takes it past, before the rest
-///   is read;
+/// - a message longer than the limit the handler passes with each frame (the session's
+///   limit, smaller before `auth`): 1009, checked at every frame, as soon as one takes the
+///   message past it, before the rest is read;
 /// - a text message that is not UTF-8, or a close reason that is not: 1007;
 /// - reserved bits (no extension is negotiated), an unknown opcode, a continuation without a
 ///   message to continue, a new message before the last one ended, a fragmented control
