@@ -69,15 +69,16 @@ final class TriggerRunner: Service, Sendable {
                 await sleepUnlessStopping(duration, on: runtime.time)
                 action = machine.waited(now: now)
             case .read(let start):
-                let (store, limit, filter) = (runtime.store, machine.policy.readLimit, trigger.filter)
+                let (store, limit, filter, images) = (runtime.store, machine.policy.readLimit, trigger.filter, trigger.images)
                 // Every read within the bytes budget: a batch of 100 events of 400 kB records
                 // is 40 MB of text, and ten times that parsed.
                 let bytes = runtime.configuration.runBytes
                 do {
                     // Only the events the trigger may handle are read and decoded; the rest of
-                    // the scanned range is passed over.
+                    // the scanned range is passed over. Their images leave out what the trigger
+                    // takes only when it changes.
                     let (events, through, full) = try await runtime.bounded("reading events for trigger \(name)") {
-                        try await EventLog(store: store).events(after: start, limit: limit, scan: limit * 20, bytes: bytes, filter: filter)
+                        try await EventLog(store: store).events(after: start, limit: limit, scan: limit * 20, bytes: bytes, filter: filter, images: images)
                     }
                     action = machine.read(events, through: through, full: full, now: now)
                 } catch {

@@ -159,6 +159,55 @@ struct EventLogTests {
         }
     }
 
+    @Test("images without unchanged fields: an update or replace that leaves a field alone is read without it, every other event whole, as Images.applied says; the budget counts them as read")
+    func imagesWithoutUnchanged() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            let room = partition("conversation=c-1")
+            let doc = key("Doc", "d")
+            let big = JSONValue.array((0..<200).map { .string("member-\($0)") })
+            let body: [String: JSONValue] = ["big": big, "meta": ["x": 1], "other": ["y": 1], "n": 1]
+            try await store.upload(Upload(partition: room, operations: [.put(doc, body: body)], principal: "u"))  // 1 insert
+            try await store.upload(Upload(partition: room, operations: [.set(doc, path: path("n"), value: 2)], principal: "u"))  // 2 neither
+            try await store.upload(Upload(partition: room, operations: [.set(doc, path: path("meta.x"), value: 2)], principal: "u"))  // 3 under meta
+            try await store.upload(Upload(partition: room, operations: [.set(doc, path: path("big"), value: ["m"])], principal: "u"))  // 4 big
+            var replaced = body
+            replaced["big"] = ["m"]
+            replaced["meta"] = ["x": 2]
+            replaced["n"] = 3
+            try await store.upload(Upload(partition: room, operations: [.put(doc, body: replaced)], principal: "u"))  // 5 replace, n
+            try await store.upload(Upload(partition: room, operations: [.unset(doc, path: path("other"))], principal: "u"))  // 6 removes other
+            try await store.upload(Upload(partition: room, operations: [.delete(doc)], principal: "u"))  // 7 delete
+            let log = EventLog(store: store)
+            try await log.sequence()
+            let whole = try await log.events(after: 0, limit: 10)
+            let images = ChangeEvent.Images.withoutUnchanged(["big", "meta", "other"])
+            let docs = ChangeEvent.Filter(kinds: [.object], collections: ["Doc"])
+            let read = try await log.events(after: 0, limit: 10, scan: 100, bytes: 1 << 20, filter: docs, images: images)
+            #expect(read.events.map(\.position) == [1, 2, 3, 4, 5, 6, 7])
+            for (event, full) in zip(read.events, whole) {
+                let expected = images.applied(to: full)
+                #expect(event.before == expected.before, "event \(event.position): \(String(describing: event.before)) against \(String(describing: expected.before))")
+                #expect(event.after == expected.after, "event \(event.position): \(String(describing: event.after)) against \(String(describing: expected.after))")
+            }
+            // What each event's images keep of the three fields, before and after.
+            func kept(_ event: ChangeEvent) -> [String] {
+                ["big", "meta", "other"].filter { event.before?[$0] != nil || event.after?[$0] != nil }
+            }
+            #expect(read.events.map(kept) == [
+                ["big", "meta", "other"], [], ["meta"], ["big"], [], ["other"], ["big", "meta"],
+            ])
+            #expect(read.events[1].after?["n"] == 2 && read.events[1].before?["n"] == 1, "the fields not named went missing")
+            // The budget counts the images as read: without the 2 kB list, the second and third
+            // events weigh a few hundred bytes, and the fourth (which changes it) is the one that
+            // fills a budget of 1,000; whole, the second fills it alone.
+            let light = try await log.events(after: 1, limit: 10, scan: 100, bytes: 1_000, filter: docs, images: .withoutUnchanged(["big"]))
+            #expect(light.events.map(\.position) == [2, 3, 4] && light.full)
+            let heavy = try await log.events(after: 1, limit: 10, scan: 100, bytes: 1_000, filter: docs)
+            #expect(heavy.events.map(\.position) == [2], "whole images were counted as read without the list")
+        }
+    }
+
     @Test("an event recorded without a size (by the previous build, in a rolling upgrade) is measured as text when read")
     func eventsWithoutRecordedSize() async throws {
         try await TestDatabase.with { db in

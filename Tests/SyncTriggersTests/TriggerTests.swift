@@ -125,6 +125,29 @@ struct TriggerTests {
         }
     }
 
+    @Test("a trigger whose images leave out an unchanged field is handed updates without it, and inserts and the updates that change it whole")
+    func imagesWithoutUnchanged() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            // Each event's view of `members`, appended to a Tally in order: present or not.
+            let trigger = Trigger(name: "members-view", collections: ["Group"], images: .withoutUnchanged(["members"])) { event, context in
+                let view = "\(event.operation):\(event.before?["members"] != nil):\(event.after?["members"] != nil)"
+                try await context.apply([.put(key("Tally", "t"), body: [:]), .arrayAppend(key("Tally", "t"), path: path("seen"), value: .string(view))], in: tally)
+            }
+            let group = key("Group", "g")
+            let members = JSONValue.array((0..<100).map { .string("member-\($0)") })
+            try await TriggerHarness.running([TriggerHarness.service(store, [trigger])]) {
+                try await store.upload(Upload(partition: room, operations: [.put(group, body: ["members": members, "name": "a"])], principal: "u"))
+                try await store.upload(Upload(partition: room, operations: [.set(group, path: path("name"), value: "b")], principal: "u"))
+                try await store.upload(Upload(partition: room, operations: [.arrayAppend(group, path: path("members"), value: "m")], principal: "u"))
+                try await store.upload(Upload(partition: room, operations: [.delete(group)], principal: "u"))
+                #expect(try await TriggerHarness.eventually { try await tallyBody(store)?["seen"]?.arrayValue?.count == 4 })
+            }
+            let seen = try await tallyBody(store)?["seen"]?.arrayValue?.compactMap(\.stringValue)
+            #expect(seen == ["insert:false:true", "update:false:false", "update:true:true", "delete:true:false"])
+        }
+    }
+
     @Test("a failing handler is retried with backoff and its failed attempts leave no writes")
     func retries() async throws {
         try await TestDatabase.with { db in

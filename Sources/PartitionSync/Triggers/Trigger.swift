@@ -46,7 +46,7 @@ public struct Trigger: Sendable {
     }
 
     public typealias Handler = @Sendable (ChangeEvent, TriggerContext) async throws -> Void
-    /// A handler of a run of events at once, in order (see ``init(name:kinds:collections:operations:where:retry:handlingRuns:)``).
+    /// A handler of a run of events at once, in order (see ``init(name:kinds:collections:operations:where:retry:gathering:images:handlingRuns:)``).
     public typealias RunHandler = @Sendable ([ChangeEvent], TriggerContext) async throws -> Void
 
     /// A stable name: the trigger's position and dead letters are stored under it.
@@ -69,14 +69,19 @@ public struct Trigger: Sendable {
     /// arrive meanwhile wait and make the next run longer, which a handler that folds events
     /// turns into fewer writes. Zero: each run starts as soon as there are events.
     public let gathering: Duration
+    /// What of its object an update's images carry to this trigger: whole by default, or
+    /// without large fields the trigger reads only when they change (``ChangeEvent/Images``).
+    public let images: ChangeEvent.Images
 
     /// A trigger on object changes.
     public init(
         name: String, collections: Set<String>? = nil, operations: Set<ChangeEvent.Operation>? = nil,
         where predicate: (@Sendable (ChangeEvent) -> Bool)? = nil, mode: Mode = .ordered, retry: RetryPolicy = .init(),
-        handler: @escaping Handler
+        images: ChangeEvent.Images = .whole, handler: @escaping Handler
     ) {
-        self.init(name: name, kinds: [.object], collections: collections, operations: operations, where: predicate, mode: mode, retry: retry, handler: handler)
+        self.init(
+            name: name, kinds: [.object], collections: collections, operations: operations, where: predicate, mode: mode, retry: retry,
+            images: images, handler: handler)
     }
 
     /// A trigger on any kind of event: `.user` (registered, deleted) and `.session` (opened,
@@ -84,7 +89,7 @@ public struct Trigger: Sendable {
     public init(
         name: String, kinds: Set<ChangeEvent.Kind>, collections: Set<String>? = nil, operations: Set<ChangeEvent.Operation>? = nil,
         where predicate: (@Sendable (ChangeEvent) -> Bool)? = nil, mode: Mode = .ordered, retry: RetryPolicy = .init(),
-        handler: @escaping Handler
+        images: ChangeEvent.Images = .whole, handler: @escaping Handler
     ) {
         self.name = name
         self.kinds = kinds
@@ -96,6 +101,7 @@ public struct Trigger: Sendable {
         self.handler = handler
         self.runHandler = nil
         self.gathering = .zero
+        self.images = images
     }
 
     /// An ordered trigger whose handler takes the matching events of a run together: all
@@ -109,7 +115,8 @@ public struct Trigger: Sendable {
     public init(
         name: String, kinds: Set<ChangeEvent.Kind> = [.object], collections: Set<String>? = nil,
         operations: Set<ChangeEvent.Operation>? = nil, where predicate: (@Sendable (ChangeEvent) -> Bool)? = nil,
-        retry: RetryPolicy = .init(), gathering: Duration = .zero, handlingRuns runHandler: @escaping RunHandler
+        retry: RetryPolicy = .init(), gathering: Duration = .zero, images: ChangeEvent.Images = .whole,
+        handlingRuns runHandler: @escaping RunHandler
     ) {
         self.name = name
         self.kinds = kinds
@@ -121,6 +128,7 @@ public struct Trigger: Sendable {
         self.handler = { event, context in try await runHandler([event], context) }
         self.runHandler = runHandler
         self.gathering = gathering
+        self.images = images
     }
 
     /// The part of ``matches(_:)`` the event log applies when reading (all but the predicate).

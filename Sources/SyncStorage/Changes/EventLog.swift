@@ -75,8 +75,12 @@ package struct EventLog: Sendable {
     /// may move to once it has handled them (every event up to it that passes the filter is in
     /// the result); and whether the read stopped at its limit of events or bytes (more may
     /// follow at once). Events that do not pass, or do not fit, are never decoded.
+    ///
+    /// With `images`, the images of updates and replaces leave out the fields the reader takes
+    /// only when they change (``ChangeEvent/Images``): the database leaves them out, and the
+    /// budget counts the images as read.
     package func events(
-        after position: Int64, limit: Int, scan: Int, bytes: Int? = nil, filter: ChangeEvent.Filter
+        after position: Int64, limit: Int, scan: Int, bytes: Int? = nil, filter: ChangeEvent.Filter, images: ChangeEvent.Images = .whole
     ) async throws -> (events: [ChangeEvent], through: Int64, full: Bool) {
         // One statement reads the head (its first row) and the events up to it (or the scan's
         // end), from one snapshot: every event it leaves out up to that end does not pass. Each
@@ -92,10 +96,24 @@ package struct EventLog: Sendable {
         // bytes let a run parse 2,000 images of 170 kB at once (3 GB as trees).
         // The size is the one the server recorded with the event (migration 0021), or, for an
         // event recorded without it, the images turned into text here.
+        // The images as read: for updates and replaces, without the fields `images` names
+        // that no changed or removed path starts with (``ChangeEvent/Images/leftOut(of:)`` is
+        // the same choice in Swift); `dropped`, how many were left out.
+        let leftOut = Array(images.withoutUnchanged)
         let size =
             bytes == nil
-            ? "0" : "coalesce(image_bytes, coalesce(octet_length(before::text), 0) + coalesce(octet_length(after::text), 0))"
+            ? "0"
+            : """
+            CASE WHEN dropped = 0 THEN coalesce(image_bytes, coalesce(octet_length(before::text), 0) + coalesce(octet_length(after::text), 0))
+            ELSE coalesce(octet_length(before::text), 0) + coalesce(octet_length(after::text), 0) END
+            """
         let read = bytes == nil ? "0" : "coalesce(sum(size) OVER (ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)"
+        let projected = Self.columns.replacingOccurrences(
+            of: "before, after",
+            with: """
+                CASE WHEN cardinality(d.fields) = 0 THEN before ELSE before - d.fields END AS before,
+                CASE WHEN cardinality(d.fields) = 0 THEN after ELSE after - d.fields END AS after
+                """)
         let query: PostgresQuery = """
             SELECT LEAST(last_seq, \(bound)), false, \(unescaped: columns.map { _ in "NULL" }.joined(separator: ", ")) FROM psync_sequencer
             UNION ALL (
@@ -104,12 +122,20 @@ package struct EventLog: Sendable {
                     SELECT \(unescaped: Self.columns), size, \(unescaped: read) AS read
                     FROM (
                         SELECT \(unescaped: Self.columns), \(unescaped: size) AS size
-                        FROM psync_events
-                        WHERE seq > \(position) AND seq <= (SELECT LEAST(last_seq, \(bound)) FROM psync_sequencer)
-                          AND kind = ANY(\(filter.kinds.map(\.rawValue))::text[])
-                          AND (\(filter.collections == nil) OR collection = ANY(\(Array(filter.collections ?? []))::text[]))
-                          AND (\(filter.operations == nil) OR operation = ANY(\((filter.operations ?? []).map(\.rawValue))::text[]))
-                        ORDER BY seq LIMIT \(limit)) AS candidates) AS sized
+                        FROM (
+                            SELECT \(unescaped: projected), image_bytes, cardinality(d.fields) AS dropped
+                            FROM psync_events
+                            CROSS JOIN LATERAL (
+                                SELECT CASE WHEN cardinality(\(leftOut)::text[]) > 0 AND operation IN ('update', 'replace') THEN ARRAY(
+                                    SELECT unnest(\(leftOut)::text[])
+                                    EXCEPT SELECT split_part(path, '.', 1)
+                                    FROM jsonb_array_elements_text(coalesce(changed, '[]') || coalesce(removed, '[]')) AS path)
+                                ELSE '{}'::text[] END AS fields) AS d
+                            WHERE seq > \(position) AND seq <= (SELECT LEAST(last_seq, \(bound)) FROM psync_sequencer)
+                              AND kind = ANY(\(filter.kinds.map(\.rawValue))::text[])
+                              AND (\(filter.collections == nil) OR collection = ANY(\(Array(filter.collections ?? []))::text[]))
+                              AND (\(filter.operations == nil) OR operation = ANY(\((filter.operations ?? []).map(\.rawValue))::text[]))
+                            ORDER BY seq LIMIT \(limit)) AS projected) AS candidates) AS sized
                 WHERE read < \(budget)
                 ORDER BY seq)
             """
