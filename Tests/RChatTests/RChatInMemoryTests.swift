@@ -155,6 +155,33 @@ struct RChatInMemoryTests {
         #expect(try await trigger.object(Chatster.self, id: "ann") == nil)
     }
 
+    @Test("a rename by update or by a whole put is handed to the membership trigger without the conversations, and the Chatster follows; a change of the conversations comes whole")
+    func imagesWithoutConversations() async throws {
+        let partition = RChatPartitions.user("ann")
+        let images = RChatTriggers.userChanged.images
+        var ann = try user("ann", conversations: [conversation("c1", members: ["ann"])])
+        /// The trigger's handling of a write's change, with its images as the event log reads them.
+        func handle(_ changes: [ObjectChange]) async throws -> ChangeEvent {
+            let event = images.applied(to: ChangeEvent.object(try #require(changes.first), in: partition, author: "ann"))
+            try #require(RChatTriggers.userChanged.matches(event))
+            try await RChatTriggers.userChanged.handler(event, trigger)
+            return event
+        }
+        ann.userName = "ann-1"
+        let renamed = try await handle(try await trigger.save(ann, in: partition))
+        #expect(renamed.operation == .update && renamed.before?["conversations"] == nil && renamed.after?["conversations"] == nil)
+        #expect(try await trigger.object(Chatster.self, id: "ann")?.userName == "ann-1")
+        ann.userName = "ann-2"
+        let replaced = try await handle(try await trigger.put(ann, in: partition))
+        #expect(replaced.operation == .replace && replaced.after?["conversations"] == nil)
+        #expect(try await trigger.object(Chatster.self, id: "ann")?.userName == "ann-2")
+        #expect(try await trigger.object(Membership.self, id: "c1") == nil, "a rename reconciled conversations it was not handed")
+        ann.conversations.append(conversation("c2", members: []))
+        let listed = try await handle(try await trigger.save(ann, in: partition))
+        #expect(listed.after?["conversations"] != nil)
+        #expect(try await trigger.object(Membership.self, id: "c2")?.members == ["ann"])
+    }
+
     @Test("the unread-count trigger's own writes are not events the membership trigger reads")
     func unreadWritesPassedOver() throws {
         let partition = RChatPartitions.user("ann")
