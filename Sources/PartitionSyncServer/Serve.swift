@@ -146,6 +146,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("trigger-run-bytes"), help: "Bytes of events (before and after images as JSON text) a trigger's read takes at most, one event at least (env PSYNC_TRIGGER_RUN_BYTES).")
     var triggerRunBytes: Int = EnvironmentDefault.value("PSYNC_TRIGGER_RUN_BYTES", default: 8 << 20)
 
+    @Option(name: .customLong("trigger-transaction-bytes"), help: "Bytes of objects (as JSON text) an ordered trigger's handlers read in one transaction before it commits the events handled so far, one event at least (env PSYNC_TRIGGER_TRANSACTION_BYTES).")
+    var triggerTransactionBytes: Int = EnvironmentDefault.value("PSYNC_TRIGGER_TRANSACTION_BYTES", default: 4 << 20)
+
     @Option(name: .customLong("trigger-part-bytes"), help: "Bytes of objects a trigger handler's applyInParts writes before it commits its work so far and goes on in a new transaction (env PSYNC_TRIGGER_PART_BYTES).")
     var triggerPartBytes: Int = EnvironmentDefault.value("PSYNC_TRIGGER_PART_BYTES", default: 8 << 20)
 
@@ -249,6 +252,7 @@ struct Serve: AsyncParsableCommand {
             OptionBounds("--trigger-run-events", env: "PSYNC_TRIGGER_RUN_EVENTS", triggerRunEvents, 1...100_000),
             OptionBounds("--trigger-run-bytes", env: "PSYNC_TRIGGER_RUN_BYTES", triggerRunBytes, atLeast: 1),
             OptionBounds("--trigger-part-bytes", env: "PSYNC_TRIGGER_PART_BYTES", triggerPartBytes, atLeast: 1),
+            OptionBounds("--trigger-transaction-bytes", env: "PSYNC_TRIGGER_TRANSACTION_BYTES", triggerTransactionBytes, atLeast: 1),
             OptionBounds("--trigger-max-lag", env: "PSYNC_TRIGGER_MAX_LAG", triggerMaxLag, atLeast: 0),
             OptionBounds("--stop-timeout", env: "PSYNC_STOP_TIMEOUT", stopTimeout, atLeast: 1),
             OptionBounds("--api-key-session-lifetime", env: "PSYNC_API_KEY_SESSION_LIFETIME", apiKeySessionLifetime, atLeast: 1),
@@ -332,6 +336,7 @@ struct Serve: AsyncParsableCommand {
         configuration.triggers.eventsPerRun = triggerRunEvents
         configuration.triggers.runBytes = triggerRunBytes
         configuration.triggers.partBytes = triggerPartBytes
+        configuration.triggers.bytesPerTransaction = triggerTransactionBytes
         configuration.stopTimeout = .seconds(stopTimeout)
         configuration.blobs.maximumBytes = blobMaxBytes
         configuration.blobs.quotaBytes = blobQuotaBytes

@@ -34,6 +34,12 @@ package struct TriggerConfiguration: Sendable {
     /// event that brings it to this many object changes: a run whose events each change many
     /// (large) objects does not hold them all in memory at once. Default 2,000.
     package var changesPerTransaction: Int = 2_000
+    /// An ordered trigger's transaction also ends, before `eventsPerTransaction`, after the
+    /// event that brings the objects it read to this many bytes of JSON text
+    /// (``WriteTransaction/bytesRead``): handlers that each read and change a large record (a
+    /// presence set in a User record listing a room of 5,000, 0.4 MB) hold a few of them at
+    /// once, not fifty, parsed and then encoded with their events. Default 4 MiB.
+    package var bytesPerTransaction: Int = 4 << 20
     /// How long to wait for new events before looking again without a notification. Default 1 second.
     package var pollInterval: Duration = .seconds(1)
     /// How long the sequencer lets commits gather after it is woken, before it numbers them:

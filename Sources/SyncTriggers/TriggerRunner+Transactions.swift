@@ -9,10 +9,12 @@ import SyncStorage
 extension TriggerRunner {
     /// Handles a run of events in order in one transaction that also records the progress;
     /// returns how many of them it took (all, unless the transaction reached
-    /// ``TriggerConfiguration/changesPerTransaction`` first).
+    /// ``TriggerConfiguration/changesPerTransaction`` or ``TriggerConfiguration/bytesPerTransaction``
+    /// first).
     func handleTogether(_ run: [ChangeEvent], from start: Int64) async throws -> Int {
         let (runtime, trigger, logger) = (self.runtime, self.trigger, runtime.logger(trigger: name))
         let changeBudget = max(1, runtime.configuration.changesPerTransaction)
+        let byteBudget = max(1, runtime.configuration.bytesPerTransaction)
         let parts = partCommits(from: start)
         let taken = try await runtime.bounded("handling a run of trigger \(trigger.name)", renewable: { renewal in
             try await runtime.store.withWriteTransaction(author: "trigger:\(trigger.name)") { transaction in
@@ -40,7 +42,7 @@ extension TriggerRunner {
                         try Failpoint.fail(at: .triggerFails, for: trigger.name, position: event.position)
                         #endif
                         try await trigger.handler(event, TriggerContext(transaction: transaction, logger: logger, trigger: trigger.name))
-                        if transaction.changeCount >= changeBudget {
+                        if transaction.changeCount >= changeBudget || transaction.bytesRead >= byteBudget {
                             taken = offset + 1
                             break
                         }

@@ -96,6 +96,46 @@ struct TriggerTests {
         }
     }
 
+    @Test("a run of events is split into transactions that end at the event bringing the objects read to bytesPerTransaction, each event handled once")
+    func byteBudget() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            // Seven records of about 10 kB each, and seven messages that wait before the
+            // trigger starts, so they arrive in one run; each message's handler reads its record
+            // (one read: the partition is locked first) and marks it.
+            let filler = JSONValue.string(String(repeating: "x", count: 10_000))
+            for n in 0..<7 {
+                try await store.upload(Upload(partition: partition("big=b\(n)"), operations: [.put(key("Big", "b\(n)"), body: ["filler": filler])], principal: "u"))
+            }
+            try await TriggerLedger(store: store).register("mark")
+            for n in 0..<7 {
+                try await store.upload(Upload(partition: room, operations: [.put(key("Message", "m\(n)"), body: ["n": .int(Int64(n))])], principal: "u"))
+            }
+            let mark = Trigger(name: "mark", collections: ["Message"], operations: [.insert]) { event, context in
+                let n = event.after?["n"]?.intValue ?? 0
+                let big = partition("big=b\(n)")
+                try await context.apply([.set(key("Big", "b\(n)"), path: path("marked"), value: true)], in: big)
+            }
+            var configuration = TestTriggers.fastConfiguration
+            // Past the budget with the second record read: transactions of 2, 2, 2 and 1 events.
+            configuration.bytesPerTransaction = 15_000
+            let watcher = Trigger(name: "watch-big", collections: ["Big"]) { _, _ in }
+            let service = TriggerHarness.service(store, [mark, watcher], configuration: configuration)
+            try await TriggerHarness.running([service]) {
+                let marked = try await TriggerHarness.eventually {
+                    try await db.scalar("SELECT count(*) FROM psync_objects WHERE collection = 'Big' AND body ? 'marked'") == 7
+                }
+                #expect(marked)
+            }
+            let rows = try await db.client.query(
+                "SELECT count(*), count(DISTINCT xid) FROM psync_events WHERE author = 'trigger:mark'", logger: db.logger)
+            for try await (events, transactions) in rows.decode((Int, Int).self) {
+                #expect(events == 7, "an event handled twice, or not at all")
+                #expect(transactions == 4)
+            }
+        }
+    }
+
     @Test("an event handler's reads stop at the bytes budget too (one event at least): each event is still handled once, in order")
     func eventHandlerBytesBudget() async throws {
         try await TestDatabase.with { db in

@@ -7,6 +7,16 @@ import SyncProtocol
 /// through `Codable`).
 struct JSONB: Sendable, Hashable {
     var value: JSONValue
+    /// The length of the JSON text it was read from (0 for one made here).
+    var textBytes = 0
+
+    init(value: JSONValue) {
+        self.value = value
+    }
+
+    /// Equal by value, whatever text it was read from.
+    static func == (lhs: JSONB, rhs: JSONB) -> Bool { lhs.value == rhs.value }
+    func hash(into hasher: inout Hasher) { hasher.combine(value) }
 }
 
 /// Already-serialized JSON text sent as `jsonb`, so a body encoded once to check its size is
@@ -30,6 +40,7 @@ extension JSONB: PostgresDecodable {
         default:
             throw PostgresDecodingError.Code.typeMismatch
         }
+        textBytes = buffer.readableBytes
         value = try Self.parseText(buffer)
         buffer.moveReaderIndex(to: buffer.writerIndex)
     }

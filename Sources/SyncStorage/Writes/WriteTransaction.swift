@@ -82,6 +82,9 @@ package final class WriteTransaction {
     package var changes: [(partition: Partition, version: Int64, change: ObjectChange)] { record.changes }
     /// How many object changes this transaction has made so far, written or staged.
     package var changeCount: Int { record.changeCount }
+    /// Bytes of JSON text of the objects read so far and kept (``WriteRecord/bytesRead``): with
+    /// the changes staged from them, what the transaction holds in memory.
+    package var bytesRead: Int { record.bytesRead }
 
     /// Whether ``mode`` defers writes (``WriteMode/deferred``). Setting it true defers them,
     /// keeping a deferred encoding; false writes at once.
@@ -146,6 +149,7 @@ package final class WriteTransaction {
             } else if let collection, let id {
                 let state: DocumentState = body?.value.objectValue.map(DocumentState.live) ?? .deleted
                 found[ObjectKey(uncheckedCollection: collection, id: id)] = (partition, state)
+                record.bytesRead += body?.textBytes ?? 0
             }
         }
         for key in unknown { record.known[key] = found[key] }
@@ -183,18 +187,20 @@ package final class WriteTransaction {
     }
 
     private func read(_ keys: [ObjectKey]) async throws -> [ObjectKey: (partition: String, state: DocumentState)] {
-        let result = try await Self.fetch(keys, on: connection, logger: logger)
+        let (result, bytes) = try await Self.fetch(keys, on: connection, logger: logger)
         for key in keys { record.known[key] = result[key] }
+        record.bytesRead += bytes
         return result
     }
 
     /// The stored state and partition of each key, read from the database (keys never stored
-    /// are left out): what ``read(_:)`` reads, without touching the record, so that
-    /// ``apply(_:)`` can read its next chunk while it works on this one.
+    /// are left out), and the bytes of their JSON text: what ``read(_:)`` reads, without
+    /// touching the record, so that ``apply(_:)`` can read its next chunk while it works on
+    /// this one.
     private static func fetch(
         _ keys: [ObjectKey], on connection: PostgresConnection, logger: Logger
-    ) async throws -> [ObjectKey: (partition: String, state: DocumentState)] {
-        guard !keys.isEmpty else { return [:] }
+    ) async throws -> (found: [ObjectKey: (partition: String, state: DocumentState)], bytes: Int) {
+        guard !keys.isEmpty else { return ([:], 0) }
         let rows = try await connection.query(
             """
             SELECT o.collection, o.id, o.partition, \(unescaped: StoredBody.sql())
@@ -203,11 +209,13 @@ package final class WriteTransaction {
               ON o.collection = k.collection AND o.id = k.id
             """, logger: logger)
         var result: [ObjectKey: (partition: String, state: DocumentState)] = [:]
+        var bytes = 0
         for try await (collection, id, partition, body) in rows.decode((String, String, String, JSONB?).self) {
             let state: DocumentState = body?.value.objectValue.map(DocumentState.live) ?? .deleted
             result[ObjectKey(uncheckedCollection: collection, id: id)] = (partition, state)
+            bytes += body?.textBytes ?? 0
         }
-        return result
+        return (result, bytes)
     }
 
     /// Applies operations to several partitions, in bounded memory however many partitions and
@@ -389,7 +397,8 @@ package final class WriteTransaction {
             func reading(_ chunk: Range<Int>) -> Task<[ObjectKey: (partition: String, state: DocumentState)], any Error>? {
                 guard !chunk.isEmpty else { return nil }
                 let chunkKeys = Array(Set(keys[chunk].flatMap { $0 }))
-                return Task { try await Self.fetch(chunkKeys, on: connection, logger: logger) }
+                // Let go of once written: not counted in `bytesRead`.
+                return Task { try await Self.fetch(chunkKeys, on: connection, logger: logger).found }
             }
             var pending = reading(chunk)
             do {
