@@ -47,6 +47,7 @@ struct WriteRecordTests {
         record.outcomes.append((Upload(partition: room, operations: [], principal: "bob", requestId: "r2"), "r2", ["version": 3]))
         record.recordedEvents = 2
         record.recordedEarly = 3
+        record.bytesRead += 100
         record.forgetReads(in: [room.description])
         // A chunked apply lets go of a written object: what it released, kept and screened.
         record.release([key("Doc", "a")], screening: .all, keeping: ChangeScreen(generation: { 5 }, keeps: { _, _ in true }))
