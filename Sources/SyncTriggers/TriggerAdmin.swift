@@ -70,9 +70,11 @@ package struct TriggerAdmin: Sendable {
         guard let trigger = triggers.first(where: { $0.name == letter.trigger }) else {
             throw TriggerError(.notFound, "dead letter \(id) belongs to trigger '\(letter.trigger)', which this build does not have")
         }
-        guard let event = try await EventLog(store: store).event(at: letter.position) else {
+        guard let stored = try await EventLog(store: store).event(at: letter.position) else {
             throw TriggerError(.notFound, "event \(letter.position) of dead letter \(id) is gone")
         }
+        // Its images as the trigger's reads hand them over (``ChangeEvent/Images``).
+        let event = trigger.images.applied(to: stored)
         let ledger = self.ledger
         let logger = self.logger
         do {

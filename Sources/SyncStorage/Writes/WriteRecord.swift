@@ -47,11 +47,11 @@ struct WriteRecord {
     /// Objects read or written in this transaction (`nil`: not stored), so a key is read from
     /// the database once. Entries of a partition are dropped when it is locked, and entries of
     /// keys not stored then too: only a read after the lock sees every commit before ours.
+    var known: [ObjectKey: (partition: String, state: DocumentState)?] = [:]
     /// Bytes of JSON text of the objects this transaction read into ``known`` (each read
     /// counts: one again after its partition's lock too), not those a chunked apply reads and
     /// lets go of: what a trigger's transaction of many events holds (``WriteTransaction/bytesRead``).
     var bytesRead = 0
-    var known: [ObjectKey: (partition: String, state: DocumentState)?] = [:]
     /// Changes staged and not written yet, with the trigger depth they were made at.
     var staged: [Write] = []
     /// Objects whose changes staged now make no event (raises of counters written into the
