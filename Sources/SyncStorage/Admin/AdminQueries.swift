@@ -53,11 +53,12 @@ package struct AdminQueries: Sendable {
     package func objects(in partition: Partition, collection: String?, after: ObjectKey?, limit: Int) async throws -> [SyncObject] {
         let rows = try await client.fetch(
             """
-            SELECT collection, id, \(unescaped: StoredBody.version("psync_objects")), \(unescaped: StoredBody.sql("psync_objects"))::text FROM psync_objects
-            WHERE partition = \(partition.description) AND body IS NOT NULL
-              AND (\(collection)::text IS NULL OR collection = \(collection))
-              AND (collection, id) > (\(after?.collection ?? ""), \(after?.id ?? ""))
-            ORDER BY collection, id
+            SELECT o.collection, o.id, \(unescaped: StoredBody.version()), \(unescaped: StoredBody.sql())::text
+            FROM psync_objects o \(unescaped: StoredBody.join())
+            WHERE o.partition = \(partition.description) AND o.body IS NOT NULL
+              AND (\(collection)::text IS NULL OR o.collection = \(collection))
+              AND (o.collection, o.id) > (\(after?.collection ?? ""), \(after?.id ?? ""))
+            ORDER BY o.collection, o.id
             LIMIT \(limit)
             """, logger: logger)
         var objects: [SyncObject] = []

@@ -100,13 +100,8 @@ package struct EventLog: Sendable {
         // that no changed or removed path starts with (``ChangeEvent/Images/leftOut(of:)`` is
         // the same choice in Swift); `dropped`, how many were left out.
         let leftOut = Array(images.withoutUnchanged)
-        let size =
-            bytes == nil
-            ? "0"
-            : """
-            CASE WHEN dropped = 0 THEN coalesce(image_bytes, coalesce(octet_length(before::text), 0) + coalesce(octet_length(after::text), 0))
-            ELSE coalesce(octet_length(before::text), 0) + coalesce(octet_length(after::text), 0) END
-            """
+        let asText = "coalesce(octet_length(before::text), 0) + coalesce(octet_length(after::text), 0)"
+        let size = bytes == nil ? "0" : "CASE WHEN dropped = 0 THEN coalesce(image_bytes, \(asText)) ELSE \(asText) END"
         let read = bytes == nil ? "0" : "coalesce(sum(size) OVER (ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)"
         let projected = Self.columns.replacingOccurrences(
             of: "before, after",

@@ -201,6 +201,7 @@ package final class ObjectStore: Sendable {
             FROM psync_objects o
             JOIN unnest(\(keys.map(\.collection))::text[], \(keys.map(\.id))::text[]) AS k(collection, id)
               ON o.collection = k.collection AND o.id = k.id
+            \(unescaped: StoredBody.join())
             ORDER BY o.collection, o.id
             """, logger: logger)
         var result: [(partition: String, object: SyncObject)] = []

@@ -89,6 +89,7 @@ extension WriteTransaction {
                 FROM jsonb_array_elements(\(JSONB(value: .array(values)))) WITH ORDINALITY AS w(value, n)
                 JOIN psync_element_entries e ON e.index_name = \(index) AND e.value = w.value
                 JOIN psync_objects o ON o.collection = e.collection AND o.id = e.id
+                \(unescaped: StoredBody.join())
                 WHERE o.body IS NOT NULL
                 """
         case .field(let collection, let path):
@@ -101,6 +102,7 @@ extension WriteTransaction {
                 SELECT w.n, o.collection, o.id, o.partition, \(StoredBody.version())
                 FROM unnest($2::text[]) WITH ORDINALITY AS w(value, n)
                 JOIN psync_objects o ON o.collection = $1 AND o.body IS NOT NULL AND o.body #>> \(ObjectIndex.literal(path)) = w.value
+                \(StoredBody.join())
                 """)
             query.binds.append(collection, context: .default)
             query.binds.append(values, context: .default)
@@ -117,23 +119,24 @@ extension WriteTransaction {
     private func find(_ search: ObjectSearch, bodies: Bool) async throws -> [(partition: Partition, object: SyncObject)] {
         try search.check()
         let (collection, path) = (search.collection, search.path)
-        let selected = bodies ? StoredBody.sql("psync_objects") : "NULL::jsonb"
-        let version = StoredBody.version("psync_objects")
+        let selected = bodies ? StoredBody.sql() : "NULL::jsonb"
+        let version = StoredBody.version()
+        let from = "psync_objects o \(StoredBody.join())"
         // The path is spliced as a literal (it is checked above) so the expression matches a
         // declared index; the values are bound.
         var query: PostgresQuery
         switch search.condition {
         case .field(let values):
             query = PostgresQuery(unsafeSQL: """
-                SELECT collection, id, partition, \(version), \(selected) FROM psync_objects
-                WHERE collection = $1 AND body IS NOT NULL AND body #>> \(ObjectIndex.literal(path)) = ANY($2)
+                SELECT o.collection, o.id, o.partition, \(version), \(selected) FROM \(from)
+                WHERE o.collection = $1 AND o.body IS NOT NULL AND o.body #>> \(ObjectIndex.literal(path)) = ANY($2)
                 """)
             query.binds.append(collection, context: .default)
             query.binds.append(values.sorted(), context: .default)
         case .arrayContains(let element):
             query = PostgresQuery(unsafeSQL: """
-                SELECT collection, id, partition, \(version), \(selected) FROM psync_objects
-                WHERE collection = $1 AND body IS NOT NULL AND (body #> \(ObjectIndex.literal(path))) @> $2
+                SELECT o.collection, o.id, o.partition, \(version), \(selected) FROM \(from)
+                WHERE o.collection = $1 AND o.body IS NOT NULL AND (o.body #> \(ObjectIndex.literal(path))) @> $2
                 """)
             query.binds.append(collection, context: .default)
             query.binds.append(JSONB(value: .array([element])), context: .default)
@@ -145,14 +148,15 @@ extension WriteTransaction {
                 query = PostgresQuery(unsafeSQL: """
                     SELECT o.collection, o.id, o.partition, \(StoredBody.version()), \(bodies ? StoredBody.sql() : "NULL::jsonb")
                     FROM psync_element_entries e JOIN psync_objects o ON o.collection = e.collection AND o.id = e.id
+                    \(StoredBody.join())
                     WHERE e.index_name = $1 AND e.value = $2 AND o.body IS NOT NULL
                     """)
                 query.binds.append(index.name, context: .default)
                 query.binds.append(JSONB(value: value), context: .default)
             } else {
                 query = PostgresQuery(unsafeSQL: """
-                    SELECT collection, id, partition, \(version), \(selected) FROM psync_objects
-                    WHERE collection = $1 AND body IS NOT NULL AND \(ObjectIndex.elementsExpression(path: path, field: field)) @> $2
+                    SELECT o.collection, o.id, o.partition, \(version), \(selected) FROM \(from)
+                    WHERE o.collection = $1 AND o.body IS NOT NULL AND \(ObjectIndex.elementsExpression(path: path, field: field, of: "o.body")) @> $2
                     """)
                 query.binds.append(collection, context: .default)
                 query.binds.append(JSONB(value: .array([value])), context: .default)

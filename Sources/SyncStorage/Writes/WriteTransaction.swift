@@ -207,6 +207,7 @@ package final class WriteTransaction {
             FROM psync_objects o
             JOIN unnest(\(keys.map(\.collection))::text[], \(keys.map(\.id))::text[]) AS k(collection, id)
               ON o.collection = k.collection AND o.id = k.id
+            \(unescaped: StoredBody.join())
             """, logger: logger)
         var result: [ObjectKey: (partition: String, state: DocumentState)] = [:]
         var bytes = 0
