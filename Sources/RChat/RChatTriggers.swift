@@ -145,8 +145,6 @@ public enum RChatTriggers {
     /// times over took a tenth of a second a session.
     public static let presence = Trigger(name: "rchat.presence", kinds: [.session]) { event, context in
         guard let userID = event.userID else { return }
-        let key = RChat.userKey(userID)
-        guard let body = try await context.body(of: key), body["presence"] != .string(Presence.hidden.rawValue) else { return }
         let fields: [(String, JSONValue)]
         switch event.operation {
         case .opened:
@@ -156,10 +154,16 @@ public enum RChatTriggers {
         default:
             return
         }
+        let (key, partition) = (RChat.userKey(userID), RChat.userPartition(userID))
+        // Read under the lock its write takes: the record (which lists every member of every
+        // room of the user's) is read and parsed once, not once here and again by the write.
+        guard let body = try await context.bodyForUpdate(of: key, in: partition), body["presence"] != .string(Presence.hidden.rawValue) else {
+            return
+        }
         // Only what differs is written.
         let operations = fields.filter { body[$0.0] != $0.1 }.map { SyncOperation.set(key, path: .field($0.0), value: $0.1) }
         guard !operations.isEmpty else { return }
-        try await context.apply(operations, in: RChat.userPartition(userID))
+        try await context.apply(operations, in: partition)
     }
 
     /// Whether an update changes which conversations a User record lists, or their pending

@@ -150,6 +150,14 @@ extension InMemoryObjects: ObjectTransaction {
     public func openSessions(of userID: String) async throws -> Int {
         state.withLock { $0.openSessions[userID] ?? 0 }
     }
+
+    /// The bodies of the live objects of `partition` among `keys` (nothing else writes here
+    /// between a handler's read and its write: there is nothing to lock).
+    public func bodiesForUpdate(of keys: [ObjectKey], in partition: Partition) async throws -> [ObjectKey: [String: JSONValue]] {
+        var bodies: [ObjectKey: [String: JSONValue]] = [:]
+        for (found, object) in try await liveObjects(keys) where found == partition { bodies[object.key] = object.body }
+        return bodies
+    }
 }
 
 extension ObjectChange {

@@ -28,9 +28,18 @@ public protocol ObjectTransaction: ObjectReading {
     func keys(_ searches: [ObjectSearch]) async throws -> [[(partition: Partition, key: ObjectKey)]]
     /// The number of open WebSocket sessions of a user on every instance.
     func openSessions(of userID: String) async throws -> Int
+    /// The bodies of the live objects of `partition` among `keys`, read after the partition is
+    /// locked for this transaction's writes: nobody else writes them before the commit, and a
+    /// write to them after this reads nothing again.
+    func bodiesForUpdate(of keys: [ObjectKey], in partition: Partition) async throws -> [ObjectKey: [String: JSONValue]]
 }
 
 extension ObjectTransaction {
+    /// A transaction with nothing to lock (a test's stand-in) reads as ``ObjectReading/bodies(of:)``.
+    public func bodiesForUpdate(of keys: [ObjectKey], in partition: Partition) async throws -> [ObjectKey: [String: JSONValue]] {
+        try await bodies(of: keys)
+    }
+
     /// A transaction that cannot commit in parts applies the operations in one.
     public func applyInParts(_ operations: [Partition: [SyncOperation]]) async throws -> Int {
         try await apply(operations)

@@ -53,6 +53,22 @@ public struct TriggerContext: ObjectReading {
         try await transaction.openSessions(of: userID)
     }
 
+    /// The bodies of the live objects of `partition` among `keys`, read after the partition is
+    /// locked for this transaction's writes, as SQL's `SELECT … FOR UPDATE`: nobody else
+    /// writes them before the commit, and what the handler then applies to them starts from
+    /// this read instead of reading them again. For a handler that reads a record to decide
+    /// what to write to it: a large record is read and parsed once, not twice. The lock gives
+    /// the partition a new version even when nothing is written to it.
+    public func bodiesForUpdate(of keys: [ObjectKey], in partition: Partition) async throws -> [ObjectKey: [String: JSONValue]] {
+        try await transaction.bodiesForUpdate(of: keys, in: partition)
+    }
+
+    /// ``bodiesForUpdate(of:in:)`` of one object: its body, or `nil` when it is not a live
+    /// object of `partition`.
+    public func bodyForUpdate(of key: ObjectKey, in partition: Partition) async throws -> [String: JSONValue]? {
+        try await bodiesForUpdate(of: [key], in: partition)[key]
+    }
+
     // MARK: Writing
 
     /// Applies operations to one partition, as a client upload would (without the permission

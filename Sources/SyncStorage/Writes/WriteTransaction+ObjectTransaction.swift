@@ -13,6 +13,14 @@ extension WriteTransaction: ObjectTransaction {
         try await load(keys).compactMapValues(\.state.body)
     }
 
+    /// Locks `partition` (bumping its version, as its first write would) and reads the keys
+    /// after the lock, in one round trip; the states read are the ones its writes then start
+    /// from, without reading again.
+    package func bodiesForUpdate(of keys: [ObjectKey], in partition: Partition) async throws -> [ObjectKey: [String: JSONValue]] {
+        let name = partition.description
+        return try await lockAndLoad([partition], keys).compactMapValues { $0.partition == name ? $0.state.body : nil }
+    }
+
     package func email(ofUser userID: String) async throws -> String? {
         try await AccountStore.email(of: userID, on: connection, logger: logger)
     }

@@ -12,8 +12,9 @@ public enum TouchWikiTriggers {
         where: { event in event.depth == 0 }
     ) { event, context in
         guard let key = event.key, let partition = event.partition else { return }
-        // Deleted since: nothing to stamp.
-        guard let body = try await context.body(of: key) else { return }
+        // Read under the lock the write takes (one read of the page, not two). Deleted or
+        // moved since: nothing to stamp.
+        guard let body = try await context.bodyForUpdate(of: key, in: partition) else { return }
         let time = JSONValue.string(JSONValue.iso8601(event.created))
         var operations = [SyncOperation.set(key, path: .field("updated_at"), value: time)]
         if body["created_at"] == nil { operations.append(.set(key, path: .field("created_at"), value: time)) }
