@@ -40,6 +40,7 @@ struct FanoutScenario {
             .notifications(rate: 10, total: messages, database: environment.database.connectionConfiguration())
 
         let tracker = DeliveryTracker(messages: messages, sessions: members)
+        let connecting = ContinuousClock.now
         let sessions = try await connectAll(users, environment: environment) { _ in
             { message in
                 guard case .changes(let batch) = message, !batch.reset else { return }
@@ -54,6 +55,7 @@ struct FanoutScenario {
         // Each member coming online set off RChat's presence trigger (their User record and
         // Chatster): the messages are sent once that setup work is done.
         try await environment.waitForTriggers()
+        let online = ContinuousClock.now - connecting
         let anonSetupPeak = setupPeak.stop()
 
         let sender = users[0]
@@ -115,6 +117,7 @@ struct FanoutScenario {
             "scenario": "fanout",
             "members": .int(Int64(members)), "messages": .int(Int64(messages)), "incomplete": .int(Int64(incomplete)),
             "roomMadeSeconds": .double((roomMade / .milliseconds(10)).rounded() / 100),
+            "membersOnlineSeconds": .double((online / .milliseconds(10)).rounded() / 100),
             "allMembersMs": completion.summary,
             "deliveryMs": tracker.latencies.summary,
             "unreadCountsSettledMs": settle.summary,
