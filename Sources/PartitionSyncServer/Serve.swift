@@ -158,6 +158,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("stop-timeout"), help: "Seconds a graceful shutdown waits for the services once the sessions closed, before stopping without them (env PSYNC_STOP_TIMEOUT).")
     var stopTimeout: Int = EnvironmentDefault.value("PSYNC_STOP_TIMEOUT", default: 5)
 
+    @Option(name: .customLong("malloc-arenas"), help: "Malloc arenas glibc may keep for the server; fewer keep less memory after a load; 0 leaves glibc's own limit, eight per core (env PSYNC_MALLOC_ARENAS).")
+    var mallocArenas: Int = EnvironmentDefault.value("PSYNC_MALLOC_ARENAS", default: 2)
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (env LOG_LEVEL).")
     var logLevel: String = EnvironmentDefault.logLevel("LOG_LEVEL")?.rawValue ?? "info"
 
@@ -255,6 +258,7 @@ struct Serve: AsyncParsableCommand {
             OptionBounds("--trigger-transaction-bytes", env: "PSYNC_TRIGGER_TRANSACTION_BYTES", triggerTransactionBytes, atLeast: 1),
             OptionBounds("--trigger-max-lag", env: "PSYNC_TRIGGER_MAX_LAG", triggerMaxLag, atLeast: 0),
             OptionBounds("--stop-timeout", env: "PSYNC_STOP_TIMEOUT", stopTimeout, atLeast: 1),
+            OptionBounds("--malloc-arenas", env: "PSYNC_MALLOC_ARENAS", mallocArenas, 0...1_024),
             OptionBounds("--api-key-session-lifetime", env: "PSYNC_API_KEY_SESSION_LIFETIME", apiKeySessionLifetime, atLeast: 1),
             OptionBounds("--auth-timeout", env: "PSYNC_AUTH_TIMEOUT", authTimeout, atLeast: 1),
             OptionBounds("--unauthenticated-message-limit", env: "PSYNC_UNAUTHENTICATED_MESSAGE_LIMIT", unauthenticatedMessageLimit, atLeast: 1),
@@ -338,6 +342,7 @@ struct Serve: AsyncParsableCommand {
         configuration.triggers.partBytes = triggerPartBytes
         configuration.triggers.bytesPerTransaction = triggerTransactionBytes
         configuration.stopTimeout = .seconds(stopTimeout)
+        configuration.mallocArenas = mallocArenas
         configuration.blobs.maximumBytes = blobMaxBytes
         configuration.blobs.quotaBytes = blobQuotaBytes
         configuration.blobs.unreferencedGrace = .seconds(blobGrace)

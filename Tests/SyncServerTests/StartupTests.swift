@@ -117,6 +117,8 @@ struct StartupTests {
               "--stop-timeout (env PSYNC_STOP_TIMEOUT) takes 1 or more, not 0"]),
             (serve + ["--max-queued-replies", "99"], [:], ["Error: --max-queued-replies (env PSYNC_MAX_QUEUED_REPLIES) takes 100 or more, not 99"]),
             (serve + ["--bcrypt-cost", "3"], [:], ["Error: --bcrypt-cost (env PSYNC_BCRYPT_COST) takes 4 to 31, not 3"]),
+            (serve + ["--malloc-arenas=-1"], [:], ["Error: --malloc-arenas (env PSYNC_MALLOC_ARENAS) takes 0 to 1024, not -1"]),
+            (serve, ["PSYNC_MALLOC_ARENAS": "1025"], ["Error: --malloc-arenas (env PSYNC_MALLOC_ARENAS) takes 0 to 1024, not 1025"]),
             (serve + ["--replica-wait-ms", "10001"], [:], ["Error: --replica-wait-ms (env PSYNC_REPLICA_WAIT_MS) takes 0 to 10000, not 10001"]),
             (serve, ["PSYNC_DB_COUNTERS_PER_OBJECT": "1001"], ["Error: --db-counters-per-object (env PSYNC_DB_COUNTERS_PER_OBJECT) takes 0 to 1000, not 1001"]),
             (serve + ["--verification-code-ttl", "0"], [:], ["Error: --verification-code-ttl (env PSYNC_VERIFICATION_CODE_TTL) takes 1 or more, not 0"]),
@@ -133,7 +135,7 @@ struct StartupTests {
         let edges = serve + [
             "--jwt-secret", "short", "--trigger-run-events", "100000", "--stop-timeout", "1", "--max-queued-replies", "100",
             "--bcrypt-cost", "31", "--replica-wait-ms", "0", "--replica-read-timeout-ms", "600000", "--expiry-interval-ms", "10",
-            "--db-counters-per-object", "1000", "--max-connections", "1", "--blob-grace", "0",
+            "--db-counters-per-object", "1000", "--max-connections", "1", "--blob-grace", "0", "--malloc-arenas", "1024",
         ]
         let (status, text) = try await Self.run(edges, environment: ["PSYNC_BCRYPT_COST": "4", "PSYNC_REPLICA_POLL_MS": "10"])
         #expect(status == 78 && text.contains("PSYNC_JWT_SECRET"), "exit \(status)\n\(text.prefix(2000))")
