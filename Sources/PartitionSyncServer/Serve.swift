@@ -147,7 +147,7 @@ struct Serve: AsyncParsableCommand {
     var triggerRunBytes: Int = EnvironmentDefault.value("PSYNC_TRIGGER_RUN_BYTES", default: 8 << 20)
 
     @Option(name: .customLong("trigger-transaction-bytes"), help: "Bytes of objects (as JSON text) an ordered trigger's handlers read in one transaction before it commits the events handled so far, one event at least (env PSYNC_TRIGGER_TRANSACTION_BYTES).")
-    var triggerTransactionBytes: Int = EnvironmentDefault.value("PSYNC_TRIGGER_TRANSACTION_BYTES", default: 4 << 20)
+    var triggerTransactionBytes: Int = EnvironmentDefault.value("PSYNC_TRIGGER_TRANSACTION_BYTES", default: 2 << 20)
 
     @Option(name: .customLong("trigger-part-bytes"), help: "Bytes of objects a trigger handler's applyInParts writes before it commits its work so far and goes on in a new transaction (env PSYNC_TRIGGER_PART_BYTES).")
     var triggerPartBytes: Int = EnvironmentDefault.value("PSYNC_TRIGGER_PART_BYTES", default: 8 << 20)

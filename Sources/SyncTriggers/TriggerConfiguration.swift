@@ -38,8 +38,9 @@ package struct TriggerConfiguration: Sendable {
     /// event that brings the objects it read to this many bytes of JSON text
     /// (``WriteTransaction/bytesRead``): handlers that each read and change a large record (a
     /// presence set in a User record listing a room of 5,000, 0.4 MB) hold a few of them at
-    /// once, not fifty, parsed and then encoded with their events. Default 4 MiB.
-    package var bytesPerTransaction: Int = 4 << 20
+    /// once, not fifty, parsed and then encoded with their events. Default 2 MiB: about five
+    /// such records, each held as a tree several times its text.
+    package var bytesPerTransaction: Int = 2 << 20
     /// How long to wait for new events before looking again without a notification. Default 1 second.
     package var pollInterval: Duration = .seconds(1)
     /// How long the sequencer lets commits gather after it is woken, before it numbers them:
