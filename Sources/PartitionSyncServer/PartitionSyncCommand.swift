@@ -3,6 +3,7 @@ import Foundation
 import Locking
 import Logging
 import PartitionSync
+import SyncServer
 
 /// The whole server command of an application: `serve` (the default), `migrate`, `apikey`,
 /// `triggers` and `import`, with every flag and environment variable, the embedded PostgreSQL when
@@ -29,6 +30,12 @@ public enum PartitionSyncCommand {
     ///   - commandName: the name in usage and help texts, and the label of log lines;
     ///     default: the executable's file name.
     public static func main(application: SyncApplication, commandName: String? = nil, arguments: [String]? = nil) async {
+        // Before the command starts a thread: each new thread gets an arena of its own.
+        if let arenas = MallocArenas.requested(
+            arguments: arguments ?? Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+        {
+            MallocArenas.limit(to: arenas)
+        }
         let name = commandName ?? URL(fileURLWithPath: CommandLine.arguments.first ?? "psync").lastPathComponent
         Served.current.withLock { $0 = Served(application: application, commandName: name) }
         await Root.main(arguments)

@@ -158,8 +158,10 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("stop-timeout"), help: "Seconds a graceful shutdown waits for the services once the sessions closed, before stopping without them (env PSYNC_STOP_TIMEOUT).")
     var stopTimeout: Int = EnvironmentDefault.value("PSYNC_STOP_TIMEOUT", default: 5)
 
+    /// Set before this command is parsed, as the process starts (``MallocArenas``, from
+    /// `PartitionSyncCommand.main`): here for its help and its bounds.
     @Option(name: .customLong("malloc-arenas"), help: "Malloc arenas glibc may keep for the server; fewer keep less memory after a load; 0 leaves glibc's own limit, eight per core (env PSYNC_MALLOC_ARENAS).")
-    var mallocArenas: Int = EnvironmentDefault.value("PSYNC_MALLOC_ARENAS", default: 2)
+    var mallocArenas: Int = EnvironmentDefault.value("PSYNC_MALLOC_ARENAS", default: MallocArenas.defaultCount)
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (env LOG_LEVEL).")
     var logLevel: String = EnvironmentDefault.logLevel("LOG_LEVEL")?.rawValue ?? "info"
@@ -342,7 +344,6 @@ struct Serve: AsyncParsableCommand {
         configuration.triggers.partBytes = triggerPartBytes
         configuration.triggers.bytesPerTransaction = triggerTransactionBytes
         configuration.stopTimeout = .seconds(stopTimeout)
-        configuration.mallocArenas = mallocArenas
         configuration.blobs.maximumBytes = blobMaxBytes
         configuration.blobs.quotaBytes = blobQuotaBytes
         configuration.blobs.unreferencedGrace = .seconds(blobGrace)

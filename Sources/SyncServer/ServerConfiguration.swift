@@ -59,10 +59,6 @@ package struct ServerConfiguration: Sendable {
     /// at once: the shorter, the less memory a load holds. Default 10 seconds (postgres-nio's
     /// own default is 30).
     package var databaseKeepAlive: Duration? = .seconds(10)
-    /// How many malloc arenas glibc may keep for the process (``MallocArenas``); `0` leaves
-    /// glibc's own limit (eight per core). Default 2: what a load freed then stays in fewer
-    /// heaps, whose pages hold fewer of the blocks that stay. Set when the server starts.
-    package var mallocArenas: Int = 2
     /// Upload transactions this instance runs at once. Uploads that arrive while they run
     /// wait and then share the next commit, many clients' uploads in one transaction (each
     /// still all-or-nothing on its own). Default 2.

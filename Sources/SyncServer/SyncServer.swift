@@ -90,7 +90,6 @@ package final class SyncServer: Service, Sendable {
     }
 
     package func run() async throws {
-        MallocArenas.limit(to: configuration.mallocArenas, logger: logger)
         var clientConfiguration = database.clientConfiguration
         clientConfiguration.options.maximumConnections = configuration.databasePoolSize
         clientConfiguration.options.keepAliveBehavior = configuration.databaseKeepAlive.map { .init(frequency: $0) }
