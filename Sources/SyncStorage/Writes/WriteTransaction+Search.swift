@@ -146,7 +146,7 @@ extension WriteTransaction {
             if store.hasElementIndex(index.name) {
                 // The index's live entries of the value, then each object by its key.
                 query = PostgresQuery(unsafeSQL: """
-                    SELECT o.collection, o.id, o.partition, \(StoredBody.version()), \(bodies ? StoredBody.sql() : "NULL::jsonb")
+                    SELECT o.collection, o.id, o.partition, \(version), \(selected)
                     FROM psync_element_entries e JOIN psync_objects o ON o.collection = e.collection AND o.id = e.id
                     \(StoredBody.join())
                     WHERE e.index_name = $1 AND e.value = $2 AND o.body IS NOT NULL
