@@ -24,6 +24,9 @@ struct DatabaseOptions: ParsableArguments {
     @Option(name: .customLong("db-keepalive"), help: "Seconds between checks of an idle pooled connection, 0 for none (env PSYNC_DB_KEEPALIVE).")
     var keepAliveSeconds: Int = EnvironmentDefault.value("PSYNC_DB_KEEPALIVE", default: 10)
 
+    @Option(name: .customLong("db-idle-timeout"), help: "Seconds a pooled connection may go unused before it is closed (env PSYNC_DB_IDLE_TIMEOUT).")
+    var idleTimeoutSeconds: Int = EnvironmentDefault.value("PSYNC_DB_IDLE_TIMEOUT", default: 15)
+
     @Option(name: .customLong("db-statement-bytes"), help: "Bytes of objects and events one write statement carries (a trigger's many-partition apply holds four times this of bodies at a time); a connection that carried four times this is closed after its transaction (env PSYNC_DB_STATEMENT_BYTES).")
     var statementBytes: Int = EnvironmentDefault.value("PSYNC_DB_STATEMENT_BYTES", default: 1 << 20)
 
@@ -40,6 +43,7 @@ struct DatabaseOptions: ParsableArguments {
         try OptionBounds.check([
             OptionBounds("--max-connections", env: "PSYNC_DB_POOL", maximumConnections, 1...10_000),
             OptionBounds("--db-keepalive", env: "PSYNC_DB_KEEPALIVE", keepAliveSeconds, atLeast: 0),
+            OptionBounds("--db-idle-timeout", env: "PSYNC_DB_IDLE_TIMEOUT", idleTimeoutSeconds, atLeast: 1),
             OptionBounds("--db-statement-bytes", env: "PSYNC_DB_STATEMENT_BYTES", statementBytes, atLeast: 1_024),
             OptionBounds("--db-counters-per-object", env: "PSYNC_DB_COUNTERS_PER_OBJECT", countersPerObject, 0...1_000),
             OptionBounds("--db-connect-timeout", env: "PSYNC_DB_CONNECT_TIMEOUT", connectTimeout, atLeast: 0),

@@ -301,6 +301,7 @@ struct Serve: AsyncParsableCommand {
         configuration.host = host
         configuration.databasePoolSize = database.maximumConnections
         configuration.databaseKeepAlive = database.keepAliveSeconds > 0 ? .seconds(database.keepAliveSeconds) : nil
+        configuration.databaseIdleTimeout = .seconds(database.idleTimeoutSeconds)
         configuration.port = port
         configuration.auth.jwtSecret = try jwtSecret ?? database.persistentJWTSecret(embedded: embedded != nil, logger: logger)
         configuration.auth.accessTokenLifetime = .seconds(accessTokenTTL)

@@ -59,6 +59,13 @@ package struct ServerConfiguration: Sendable {
     /// at once: the shorter, the less memory a load holds. Default 10 seconds (postgres-nio's
     /// own default is 30).
     package var databaseKeepAlive: Duration? = .seconds(10)
+    /// How long a pooled connection may go unused before the pool closes it. Like the
+    /// keep-alive, each return of a connection to the pool starts a timer of this length whose
+    /// memory (about 0.7 KB) stays until it would have fired, even when the connection is taken
+    /// again at once; at postgres-nio's 60 seconds those timers were the largest thing a load
+    /// held (a third of the server's memory in `soak`, and most of what stayed fragmented after
+    /// it: docs/PERFORMANCE.md). Default 15 seconds.
+    package var databaseIdleTimeout: Duration = .seconds(15)
     /// Upload transactions this instance runs at once. Uploads that arrive while they run
     /// wait and then share the next commit, many clients' uploads in one transaction (each
     /// still all-or-nothing on its own). Default 2.

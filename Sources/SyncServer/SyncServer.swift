@@ -93,6 +93,7 @@ package final class SyncServer: Service, Sendable {
         var clientConfiguration = database.clientConfiguration
         clientConfiguration.options.maximumConnections = configuration.databasePoolSize
         clientConfiguration.options.keepAliveBehavior = configuration.databaseKeepAlive.map { .init(frequency: $0) }
+        clientConfiguration.options.connectionIdleTimeout = configuration.databaseIdleTimeout
         // How an operator tells this server's connections apart in `pg_stat_activity`.
         clientConfiguration.options.additionalStartupParameters.append(("application_name", "psync"))
         let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)

@@ -122,6 +122,7 @@ struct StartupTests {
             (serve + ["--replica-wait-ms", "10001"], [:], ["Error: --replica-wait-ms (env PSYNC_REPLICA_WAIT_MS) takes 0 to 10000, not 10001"]),
             (serve, ["PSYNC_DB_COUNTERS_PER_OBJECT": "1001"], ["Error: --db-counters-per-object (env PSYNC_DB_COUNTERS_PER_OBJECT) takes 0 to 1000, not 1001"]),
             (serve + ["--verification-code-ttl", "0"], [:], ["Error: --verification-code-ttl (env PSYNC_VERIFICATION_CODE_TTL) takes 1 or more, not 0"]),
+            (serve, ["PSYNC_DB_IDLE_TIMEOUT": "0"], ["Error: --db-idle-timeout (env PSYNC_DB_IDLE_TIMEOUT) takes 1 or more, not 0"]),
             (["triggers", "list", "--database-url", nowhere, "--max-lag=-1"], [:], ["Error: --max-lag (env PSYNC_TRIGGER_MAX_LAG) takes 0 or more, not -1"]),
             (["migrate", "--database-url", nowhere, "--db-connect-timeout=-1"], [:],
              ["Error: --db-connect-timeout (env PSYNC_DB_CONNECT_TIMEOUT) takes 0 or more, not -1"]),
@@ -136,6 +137,7 @@ struct StartupTests {
             "--jwt-secret", "short", "--trigger-run-events", "100000", "--stop-timeout", "1", "--max-queued-replies", "100",
             "--bcrypt-cost", "31", "--replica-wait-ms", "0", "--replica-read-timeout-ms", "600000", "--expiry-interval-ms", "10",
             "--db-counters-per-object", "1000", "--max-connections", "1", "--blob-grace", "0", "--malloc-arenas", "1024",
+            "--db-idle-timeout", "1",
         ]
         let (status, text) = try await Self.run(edges, environment: ["PSYNC_BCRYPT_COST": "4", "PSYNC_REPLICA_POLL_MS": "10"])
         #expect(status == 78 && text.contains("PSYNC_JWT_SECRET"), "exit \(status)\n\(text.prefix(2000))")
