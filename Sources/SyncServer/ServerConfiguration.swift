@@ -66,6 +66,14 @@ package struct ServerConfiguration: Sendable {
     /// held (a third of the server's memory in `soak`, and most of what stayed fragmented after
     /// it: docs/PERFORMANCE.md). Default 15 seconds.
     package var databaseIdleTimeout: Duration = .seconds(15)
+    /// ``replicas`` with the primary pool's keep-alive and idle timeout: the replicas' pools
+    /// keep their connections as the primary's does.
+    package var replicaPools: ReplicaConfiguration {
+        var pools = replicas
+        pools.keepAlive = databaseKeepAlive
+        pools.idleTimeout = databaseIdleTimeout
+        return pools
+    }
     /// Upload transactions this instance runs at once. Uploads that arrive while they run
     /// wait and then share the next commit, many clients' uploads in one transaction (each
     /// still all-or-nothing on its own). Default 2.

@@ -100,7 +100,7 @@ package final class SyncServer: Service, Sendable {
         let replicas = configuration.replicas.urls.isEmpty
             ? nil
             : ReadReplicas(
-                configuration: configuration.replicas, primary: client, applicationName: "psync", time: configuration.time,
+                configuration: configuration.replicaPools, primary: client, applicationName: "psync", time: configuration.time,
                 metricsFactory: metrics.factory, logger: logger)
         do {
             // One store for the preparation and the serving: the element indexes it creates are

@@ -39,9 +39,7 @@ package final class ReadReplicas: Service, Sendable {
         self.time = time
         self.logger = logger
         replicas = configuration.urls.map { url in
-            var client = url.clientConfiguration
-            client.options.maximumConnections = configuration.poolSize
-            client.options.additionalStartupParameters.append(("application_name", applicationName))
+            let client = Self.clientConfiguration(url, configuration, applicationName: applicationName)
             let name = "\(url.host):\(url.port)"
             return Replica(
                 name: name, client: PostgresClient(configuration: client, backgroundLogger: logger),
@@ -53,6 +51,19 @@ package final class ReadReplicas: Service, Sendable {
                 ($0, Counter(label: "psync_replica_fallbacks_total", dimensions: [("reason", $0)], factory: metricsFactory))
             })
         state = Locked(ReplicaStateMachine(replicas: configuration.urls.count, maximumLagBytes: configuration.maximumLagBytes))
+    }
+
+    /// The pool of connections to the replica at `url`: its size, keep-alive and idle timeout
+    /// from `configuration`, its connections named `applicationName` in `pg_stat_activity`.
+    package static func clientConfiguration(
+        _ url: DatabaseURL, _ configuration: ReplicaConfiguration, applicationName: String
+    ) -> PostgresClient.Configuration {
+        var client = url.clientConfiguration
+        client.options.maximumConnections = configuration.poolSize
+        client.options.keepAliveBehavior = configuration.keepAlive.map { .init(frequency: $0) }
+        client.options.connectionIdleTimeout = configuration.idleTimeout
+        client.options.additionalStartupParameters.append(("application_name", applicationName))
+        return client
     }
 
     /// ``ReplicaConfiguration/wait`` in whole milliseconds, as the replica's page function takes it.

@@ -20,6 +20,13 @@ package struct ReplicaConfiguration: Sendable {
     package var readTimeout: Duration = .seconds(2)
     /// Connections to each replica.
     package var poolSize: Int = 10
+    /// Seconds between checks of an idle pooled connection to a replica (`nil`: none): the
+    /// server gives the replicas' pools its primary's setting (`--db-keepalive`).
+    package var keepAlive: Duration? = .seconds(10)
+    /// How long a pooled connection to a replica may go unused before it is closed: the
+    /// primary's setting too (`--db-idle-timeout`; each return of a connection holds a timer
+    /// this long, docs/PERFORMANCE.md).
+    package var idleTimeout: Duration = .seconds(15)
     /// A look at a replica that takes longer takes it out of reads.
     package var lookTimeout: Duration = .seconds(2)
 
