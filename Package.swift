@@ -343,7 +343,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncImportTests",
-            dependencies: ["SyncImport", "SyncProtocol"],
+            dependencies: ["SyncImport", "SyncProtocol", "SyncTesting"],
             // Read in place (by #filePath), never bundled.
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings

@@ -167,8 +167,8 @@ struct EmbeddedPostgresTests {
 
     @Test("a folder without the binaries is a clear error")
     func missingBinaries() async throws {
-        let directory = NSTemporaryDirectory() + "psync-none-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The cluster's files beside its folder (password, users, startup) go with it.
+        let directory = TestScratch.file("psync-none")
         let postgres = EmbeddedPostgres(
             configuration: .init(dataDirectory: directory, binDirectory: "/nonexistent/bin"), logger: Logger(label: "test"))
         do {

@@ -17,8 +17,7 @@ import Testing
 struct ImportRefusalTests {
     /// A mongoexport file (relaxed, one document per line) named `name` in a fresh folder.
     static func export(_ name: String, _ lines: [String]) throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("import-refusals-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try TestScratch.folder("import-refusals")
         let path = folder.appendingPathComponent(name).path
         try Data(lines.map { $0 + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: path))
         return path

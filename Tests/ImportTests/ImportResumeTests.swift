@@ -21,8 +21,7 @@ struct ImportResumeTests {
     /// ChatMessage documents in relaxed Extended JSON, one per line, over 10 rooms.
     static func export(seed: UInt64) throws -> String {
         var random = SeededGenerator(seed: seed)
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("import-resume-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try TestScratch.folder("import-resume")
         let path = folder.appendingPathComponent("ChatMessage.json").path
         var text = ""
         for number in 0..<count {
@@ -77,7 +76,7 @@ struct ImportResumeTests {
         print("ImportResumeTests seed \(seed)")
         try await TestDatabase.with(exclusive: true, timeLimit: .seconds(400)) { db in
             let path = try Self.export(seed: seed)
-            let log = NSTemporaryDirectory() + "psync-import-\(UUID().uuidString).log"
+            let log = TestScratch.file("psync-import", suffix: ".log")
             let doomed = try Self.start(db.url, path, log: log)
             // Killed once it said three batches were written.
             let deadline = ContinuousClock.now + .seconds(120)

@@ -25,7 +25,7 @@ struct ImportedRChatTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("psync"))
         process.arguments = arguments
-        let log = NSTemporaryDirectory() + "psync-import-\(UUID().uuidString).log"
+        let log = TestScratch.file("psync-import", suffix: ".log")
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardOutput = handle

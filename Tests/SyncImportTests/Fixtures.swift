@@ -1,6 +1,7 @@
 import Foundation
 import SyncImport
 import SyncProtocol
+import SyncTesting
 
 /// The committed fixtures (written by scripts/generate_import_vectors.py and
 /// scripts/generate_rchat_export.py) and scratch files.
@@ -17,9 +18,7 @@ enum Fixtures {
 
     /// A fresh scratch directory.
     static func scratch() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sync-import-tests-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
+        try TestScratch.folder("sync-import-tests").path
     }
 
     /// Writes `bytes` to a scratch file named `name` and returns its path.

@@ -19,10 +19,9 @@ struct WebAppRoutesTests {
     /// A web app folder with a page, a module, a style sheet in a subfolder and an icon; beside
     /// them a hidden file, a link to a file outside and a link to a folder outside.
     static func makeFolder() throws -> URL {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("webapp-\(UUID().uuidString)")
-        let outside = folder.appendingPathComponent("..").appendingPathComponent("outside-\(UUID().uuidString)").standardizedFileURL
+        let folder = try TestScratch.folder("webapp")
+        let outside = try TestScratch.folder("outside")
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("css"), withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
         try Data("<!doctype html><title>web app</title><script type=module src=/app/main.js></script>".utf8)
             .write(to: folder.appendingPathComponent("index.html"))
         try Data("import '/sdk/js/index.js';".utf8).write(to: folder.appendingPathComponent("main.js"))

@@ -3,6 +3,7 @@ temporary directory, a free loopback port, stoppable and restartable), the `couc
 terminal client, and a headless Chromium page of the web app driven through its DOM.
 
 Every wait is on a condition with a bound (WAIT seconds), never a fixed sleep."""
+import atexit
 import importlib.util
 import json
 import os
@@ -25,6 +26,13 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 HERE = Path(__file__).resolve().parent
 EXAMPLE = HERE.parents[1]
+# The README's pictures are taken again only when asked (UPDATE_SCREENSHOTS=1): otherwise into a
+# temporary folder, removed at exit, so a test run leaves the checkout as it was.
+if os.environ.get("UPDATE_SCREENSHOTS") == "1":
+    SCREENSHOTS = EXAMPLE / "docs" / "screenshots"
+else:
+    SCREENSHOTS = Path(tempfile.mkdtemp(prefix="couchchat-screenshots-"))
+    atexit.register(shutil.rmtree, SCREENSHOTS, True)
 REPOSITORY = HERE.parents[3]
 
 # The SDK's browser tests' helpers (a free port, a bounded wait on an external process).
@@ -225,9 +233,8 @@ class Page:
         }})()""", f"message {text!r} ({condition})")
 
     def screenshot(self, name):
-        directory = EXAMPLE / "docs" / "screenshots"
-        directory.mkdir(parents=True, exist_ok=True)
-        self.driver.save_screenshot(str(directory / name))
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        self.driver.save_screenshot(str(SCREENSHOTS / name))
 
     def console_errors(self):
         return [entry["message"] for entry in self.driver.get_log("browser") if entry["level"] == "SEVERE"]

@@ -6,7 +6,7 @@ headless Chromium, and the `couchchat` terminal client beside it.
     COUCHCHAT_SERVER_BIN=… COUCHCHAT_BIN=… python3 Tests/web/run_tests.py [test-name-substring]
 
 (scripts/test-web.sh builds both and runs this.) Waits are on DOM conditions with a bound,
-never fixed sleeps. Saves screenshots of the main views into docs/screenshots/. Prints one
+never fixed sleeps. Takes screenshots of the main views, into docs/screenshots/ with UPDATE_SCREENSHOTS=1. Prints one
 line per test and ends with `N passed, N failed`; exits non-zero on any failure."""
 import hashlib
 import os

@@ -6,7 +6,7 @@ headless Chromium, and the `touchwiki` terminal client beside it.
     TOUCHWIKI_SERVER_BIN=… TOUCHWIKI_BIN=… python3 Tests/web/run_tests.py [test-name-substring]
 
 (scripts/test-web.sh builds both and runs this.) Waits are on DOM conditions with a bound,
-never fixed sleeps. Saves screenshots of the main views into docs/screenshots/. Prints one
+never fixed sleeps. Takes screenshots of the main views, into docs/screenshots/ with UPDATE_SCREENSHOTS=1. Prints one
 line per test and ends with `N passed, N failed`; exits non-zero on any failure."""
 import os
 import shutil
