@@ -32,17 +32,7 @@ struct ConnectionPoolTests {
                         try await Task.sleep(for: .milliseconds(10))
                     }
                 }
-                for _ in 0..<5 {
-                    try await withThrowingTaskGroup(of: Void.self) { reads in
-                        for _ in 0..<40 {
-                            reads.addTask {
-                                let response = try await http.get("/v1/partitions/user=\(alice.userID)/changes", token: alice.accessToken)
-                                #expect(response.status == 200, "\(response.status)")
-                            }
-                        }
-                        try await reads.waitForAll()
-                    }
-                }
+                for _ in 0..<5 { try await Self.readsAtOnce(http, alice) }
                 watch.done.withLock { $0 = true }
                 try await group.waitForAll()
             }
@@ -64,15 +54,7 @@ struct ConnectionPoolTests {
             // Reads at once until the pool has opened several connections.
             var opened: Int64 = 0
             for _ in 0..<20 where opened < 4 {
-                try await withThrowingTaskGroup(of: Void.self) { reads in
-                    for _ in 0..<40 {
-                        reads.addTask {
-                            let response = try await http.get("/v1/partitions/user=\(alice.userID)/changes", token: alice.accessToken)
-                            #expect(response.status == 200, "\(response.status)")
-                        }
-                    }
-                    try await reads.waitForAll()
-                }
+                try await Self.readsAtOnce(http, alice)
                 opened = try await db.scalar(count)
             }
             try #require(opened >= 4, "the reads opened only \(opened) connections")
@@ -106,6 +88,19 @@ struct ConnectionPoolTests {
         configuration.databaseKeepAlive = nil
         let none = ReadReplicas.clientConfiguration(configuration.replicas.urls[0], configuration.replicaPools, applicationName: "psync")
         #expect(none.options.keepAliveBehavior == nil)
+    }
+
+    /// Forty reads of `user`'s partition at once, each answered 200.
+    static func readsAtOnce(_ http: TestHTTPClient, _ user: TestHTTPClient.Tokens) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { reads in
+            for _ in 0..<40 {
+                reads.addTask {
+                    let response = try await http.get("/v1/partitions/user=\(user.userID)/changes", token: user.accessToken)
+                    #expect(response.status == 200, "\(response.status)")
+                }
+            }
+            try await reads.waitForAll()
+        }
     }
 
     /// The most connections seen, and when to stop looking.
