@@ -14,9 +14,7 @@ public enum TestScratch {
         removeAbandoned(in: temporary)
         let root = temporary.appendingPathComponent("\(prefix)\(getpid())")
         try? FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        atexit {
-            try? FileManager.default.removeItem(at: URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("psync-scratch-\(getpid())"))
-        }
+        atexit { try? FileManager.default.removeItem(at: TestScratch.root) }
         return root
     }()
 

@@ -20,8 +20,8 @@ package struct ReplicaConfiguration: Sendable {
     package var readTimeout: Duration = .seconds(2)
     /// Connections to each replica.
     package var poolSize: Int = 10
-    /// Seconds between checks of an idle pooled connection to a replica (`nil`: none): the
-    /// server gives the replicas' pools its primary's setting (`--db-keepalive`).
+    /// How often an idle pooled connection to a replica is checked with a query (`nil`: never):
+    /// the server gives the replicas' pools its primary's setting (`--db-keepalive`).
     package var keepAlive: Duration? = nil
     /// How long a pooled connection to a replica may go unused before it is closed: the
     /// primary's setting too (`--db-idle-timeout`; each return of a connection holds a timer
