@@ -22,7 +22,7 @@ struct DatabaseOptions: ParsableArguments {
     var maximumConnections: Int = EnvironmentDefault.value("PSYNC_DB_POOL", default: 20)
 
     @Option(name: .customLong("db-keepalive"), help: "Seconds between checks of an idle pooled connection, 0 for none (env PSYNC_DB_KEEPALIVE).")
-    var keepAliveSeconds: Int = EnvironmentDefault.value("PSYNC_DB_KEEPALIVE", default: 0)
+    var keepAliveSeconds: Int = EnvironmentDefault.value("PSYNC_DB_KEEPALIVE", default: 10)
 
     @Option(name: .customLong("db-idle-timeout"), help: "Seconds a pooled connection may go unused before it is closed (env PSYNC_DB_IDLE_TIMEOUT).")
     var idleTimeoutSeconds: Int = EnvironmentDefault.value("PSYNC_DB_IDLE_TIMEOUT", default: 15)

@@ -56,10 +56,9 @@ package struct ServerConfiguration: Sendable {
     /// unnoticed (a dropped network path) is replaced before a request meets it; `nil`: never.
     /// Each return of a connection to the pool starts a timer of this length, whose memory
     /// (about 0.7 KB) stays until it would have fired even when the connection is taken again
-    /// at once. Default none: a connection unused for ``databaseIdleTimeout`` is closed anyway,
-    /// so a check would rarely find one to check, and its timers were half of those a load held
-    /// (docs/PERFORMANCE.md). postgres-nio's own default is 30 seconds.
-    package var databaseKeepAlive: Duration? = nil
+    /// at once: the shorter, the less memory a load holds. Default 10 seconds (postgres-nio's
+    /// own default is 30).
+    package var databaseKeepAlive: Duration? = .seconds(10)
     /// How long a pooled connection may go unused before the pool closes it. Like the
     /// keep-alive, each return of a connection to the pool starts a timer of this length whose
     /// memory (about 0.7 KB) stays until it would have fired, even when the connection is taken

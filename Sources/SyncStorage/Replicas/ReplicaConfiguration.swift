@@ -22,7 +22,7 @@ package struct ReplicaConfiguration: Sendable {
     package var poolSize: Int = 10
     /// How often an idle pooled connection to a replica is checked with a query (`nil`: never):
     /// the server gives the replicas' pools its primary's setting (`--db-keepalive`).
-    package var keepAlive: Duration? = nil
+    package var keepAlive: Duration? = .seconds(10)
     /// How long a pooled connection to a replica may go unused before it is closed: the
     /// primary's setting too (`--db-idle-timeout`; each return of a connection holds a timer
     /// this long, docs/PERFORMANCE.md).
