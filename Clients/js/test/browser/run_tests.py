@@ -7,6 +7,7 @@ scripts/devserver.mjs (one origin for the pages and the server).
 
 Waits are on conditions with a bound (the client's waitUntil), never fixed sleeps. Prints one
 line per test and ends with `N passed, N failed`; exits non-zero on any failure."""
+import atexit
 import json
 from pathlib import Path
 import os
@@ -36,6 +37,17 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def screenshot_folder(example):
+    """Where an example's browser tests take their screenshots: the README's pictures in
+    `example`/docs/screenshots only when asked (UPDATE_SCREENSHOTS=1); otherwise a temporary
+    folder removed at exit, so a test run leaves the checkout as it was."""
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1":
+        return Path(example) / "docs" / "screenshots"
+    folder = Path(tempfile.mkdtemp(prefix=f"{Path(example).name.lower()}-screenshots-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def wait_for(condition, what, timeout=WAIT):

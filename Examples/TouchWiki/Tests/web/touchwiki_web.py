@@ -3,7 +3,6 @@ temporary directory, a free loopback port, stoppable and restartable), the `touc
 terminal client, and a headless Chromium page of the web app driven through its DOM.
 
 Every wait is on a condition with a bound (WAIT seconds), never a fixed sleep."""
-import atexit
 import importlib.util
 import json
 import os
@@ -23,19 +22,14 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 HERE = Path(__file__).resolve().parent
 EXAMPLE = HERE.parents[1]
-# The README's pictures are taken again only when asked (UPDATE_SCREENSHOTS=1): otherwise into a
-# temporary folder, removed at exit, so a test run leaves the checkout as it was.
-if os.environ.get("UPDATE_SCREENSHOTS") == "1":
-    SCREENSHOTS = EXAMPLE / "docs" / "screenshots"
-else:
-    SCREENSHOTS = Path(tempfile.mkdtemp(prefix="touchwiki-screenshots-"))
-    atexit.register(shutil.rmtree, SCREENSHOTS, True)
 REPOSITORY = HERE.parents[3]
 
 # The SDK's browser tests' helpers (a free port, a bounded wait on an external process, a server).
 _spec = importlib.util.spec_from_file_location("sdk_browser_tests", REPOSITORY / "Clients/js/test/browser/run_tests.py")
 _sdk = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_sdk)
+# The README's pictures only with UPDATE_SCREENSHOTS=1, otherwise a temporary folder.
+SCREENSHOTS = _sdk.screenshot_folder(EXAMPLE)
 wait_for = _sdk.wait_for
 
 WAIT = 60  # seconds: the bound of every wait
