@@ -26,6 +26,36 @@ struct UploadGuaranteeTests {
         }
     }
 
+    @Test("the lock an upload's transaction sends behind its unanswered BEGIN refuses to run outside that transaction, leaving nothing")
+    func lockOutsideItsTransaction() async throws {
+        try await TestDatabase.with { db in
+            let store = db.store()
+            try await store.upload(Upload(partition: room, operations: [.put(key("ChatMessage", "m-1"), body: [:])], principal: "u1"))
+            #expect(try await store.headVersion(of: room) == 1)
+            try await db.client.withConnection { connection in
+                // What a connection runs next when the BEGIN before it failed: the statement on
+                // its own; and behind a BEGIN that is not a write transaction's.
+                for begin in [nil, "BEGIN"] as [PostgresQuery?] {
+                    if let begin { try await connection.query(begin, logger: db.logger) }
+                    await #expect {
+                        let rows = try await connection.query(
+                            "SELECT count(*) FROM psync_lock_read_begun(\([room.description]), \([String]()), \([String]()), NULL)",
+                            logger: db.logger)
+                        for try await _ in rows {}
+                    } throws: { error in
+                        (error as? PSQLError)?.serverInfo?[.sqlState] == "25P01"
+                    }
+                    if begin != nil { try await connection.query("ROLLBACK", logger: db.logger) }
+                }
+            }
+            // Nothing committed: the partition's version was not taken.
+            #expect(try await store.headVersion(of: room) == 1)
+            // The uploads that follow take it as before.
+            try await store.upload(Upload(partition: room, operations: [.put(key("ChatMessage", "m-2"), body: [:])], principal: "u1"))
+            #expect(try await store.headVersion(of: room) == 2)
+        }
+    }
+
     @Test("the same (principal, requestId) twice applies once and returns the first result")
     func idempotentRepeat() async throws {
         try await TestDatabase.with { db in

@@ -251,9 +251,15 @@ package final class ObjectStore: Sendable {
     /// Runs `body` in one transaction, which `body` ends: with ``TransactionEnd/commit(_:)``
     /// after it called ``WriteTransaction/finish()`` (which wrote what is staged, and found no
     /// conflict), or ``TransactionEnd/rollBack(_:)``. Retried as ``withWriteTransaction(author:depth:_:)``.
+    ///
+    /// `beginsWithLock`: `body`'s first statement is ``WriteTransaction/lockAndLoad(_:_:lockTimeout:)``,
+    /// so it is sent right behind BEGIN, without waiting for BEGIN's answer: postgres-nio sends
+    /// it when PostgreSQL answers BEGIN, and the task is woken once for the two (an upload's
+    /// transaction; docs/PERFORMANCE.md). The lock refuses to run if BEGIN failed.
     func withWriteTransaction<Result: Sendable>(
         author: String,
         depth: Int = 0,
+        beginsWithLock: Bool = false,
         ending body: (WriteTransaction) async throws -> TransactionEnd<Result>
     ) async throws -> Result {
         var attempt = 1
@@ -261,9 +267,15 @@ package final class ObjectStore: Sendable {
             do {
                 return try await client.withOpenConnection { connection in
                     let transaction = WriteTransaction(connection: connection, store: self, author: author, depth: depth)
-                    try await connection.query("BEGIN", logger: logger)
+                    if beginsWithLock {
+                        transaction.pendingBegin = connection.query(WriteTransaction.begin, logger: logger)
+                    } else {
+                        try await connection.query(WriteTransaction.begin, logger: logger)
+                    }
                     do {
-                        switch try await body(transaction) {
+                        let end = try await body(transaction)
+                        try await transaction.beginAnswered()
+                        switch end {
                         case .commit(let result):
                             try await connection.query("COMMIT", logger: logger)
                             committed(transaction)

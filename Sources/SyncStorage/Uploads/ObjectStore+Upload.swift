@@ -101,7 +101,7 @@ extension ObjectStore {
         for _ in 0...batch.count {
             let settled: Settled
             do {
-                settled = try await withWriteTransaction(author: batch[0].upload.principal) { transaction -> TransactionEnd<Settled> in
+                settled = try await withWriteTransaction(author: batch[0].upload.principal, beginsWithLock: true) { transaction -> TransactionEnd<Settled> in
                     transaction.mode = .deferred
                     try await transaction.lockAndLoad(partitions, keys, lockTimeout: lockTimeout)
                     let steps = try await transaction.stage(batch, answered: answered)

@@ -4,10 +4,12 @@ import PostgresNIO
 /// batch runs them, and parsing and planning them each time cost more than running them
 /// (pgbench on the upload transaction: 1,808 tx/s unprepared, 2,236 prepared).
 enum WriteStatements {
-    /// `psync_lock_read` (migrations 0006 and 0014): locks partitions, then reads objects.
+    /// `psync_lock_read_begun` (migration 0022, on `psync_lock_read` of 0006, 0014 and 0020):
+    /// locks partitions, then reads objects; refuses to run outside a write transaction's
+    /// ``WriteTransaction/begin``.
     struct LockAndRead: PostgresPreparedStatement {
-        static let name = "psync_lock_read_2"
-        static let sql = "SELECT * FROM psync_lock_read($1, $2, $3, $4)"
+        static let name = "psync_lock_read_3"
+        static let sql = "SELECT * FROM psync_lock_read_begun($1, $2, $3, $4)"
         static let bindingDataTypes: [PostgresDataType] = [.textArray, .textArray, .textArray, .int4]
         typealias Row = (Int16, String, Int64, Int64?, String?, String?, JSONB?, Int32?)
 

@@ -103,6 +103,16 @@ package final class WriteTransaction {
         }
     }
 
+    /// How a write transaction begins. DEFERRABLE changes nothing for a READ COMMITTED, READ
+    /// WRITE transaction; ``WriteStatements/LockAndRead`` checks it, so that run behind a
+    /// BEGIN that failed it refuses instead of committing on its own (``pendingBegin``).
+    static let begin: PostgresQuery = "BEGIN DEFERRABLE"
+
+    /// A BEGIN sent and not yet waited for: the first statement, ``lockAndLoad(_:_:lockTimeout:)``,
+    /// is queued behind it on the connection (``ObjectStore/withWriteTransaction(author:depth:beginsWithLock:ending:)``)
+    /// and waits for it after its own answer.
+    var pendingBegin: EventLoopFuture<PostgresQueryResult>?
+
     init(connection: PostgresConnection, store: ObjectStore, author: String, depth: Int) {
         self.connection = connection
         self.store = store
@@ -128,32 +138,50 @@ package final class WriteTransaction {
         _ partitions: [Partition], _ keys: [ObjectKey], lockTimeout: Duration? = nil
     ) async throws -> [ObjectKey: (partition: String, state: DocumentState)] {
         let missing = Set(partitions).subtracting(versions.keys).sorted()
-        guard !missing.isEmpty else { return try await load(keys) }
+        guard !missing.isEmpty else {
+            precondition(pendingBegin == nil, "a transaction whose BEGIN is not answered begins by locking partitions")
+            return try await load(keys)
+        }
         // What this transaction knows of these partitions, and that a key is not stored,
         // may be older than the lock: those keys are read again.
         record.forgetReads(in: Set(missing.map(\.description)))
         let unknown = Array(Set(keys.filter { record.known[$0] == nil }))
         let requested = Dictionary(missing.map { ($0.description, $0) }, uniquingKeysWith: { first, _ in first })
-        let rows = try await connection.execute(
-            WriteStatements.LockAndRead(
-                partitions: missing.map(\.description), collections: unknown.map(\.collection), ids: unknown.map(\.id),
-                lockTimeoutMilliseconds: lockTimeout.map { Int32($0 / .milliseconds(1)) }),
-            logger: logger)
         var found: [ObjectKey: (partition: String, state: DocumentState)] = [:]
-        for try await (kind, partition, version, clock, collection, id, body, timeline) in rows {
-            if kind == 0 {
-                let locked = try requested[partition] ?? Partition(partition)
-                record.versions[locked] = version
-                record.clocks[locked] = clock ?? 0
-                record.timeline = timeline ?? 0
-            } else if let collection, let id {
-                let state: DocumentState = body?.value.objectValue.map(DocumentState.live) ?? .deleted
-                found[ObjectKey(uncheckedCollection: collection, id: id)] = (partition, state)
-                record.bytesRead += body?.textBytes ?? 0
+        do {
+            let rows = try await connection.execute(
+                WriteStatements.LockAndRead(
+                    partitions: missing.map(\.description), collections: unknown.map(\.collection), ids: unknown.map(\.id),
+                    lockTimeoutMilliseconds: lockTimeout.map { Int32($0 / .milliseconds(1)) }),
+                logger: logger)
+            for try await (kind, partition, version, clock, collection, id, body, timeline) in rows {
+                if kind == 0 {
+                    let locked = try requested[partition] ?? Partition(partition)
+                    record.versions[locked] = version
+                    record.clocks[locked] = clock ?? 0
+                    record.timeline = timeline ?? 0
+                } else if let collection, let id {
+                    let state: DocumentState = body?.value.objectValue.map(DocumentState.live) ?? .deleted
+                    found[ObjectKey(uncheckedCollection: collection, id: id)] = (partition, state)
+                    record.bytesRead += body?.textBytes ?? 0
+                }
             }
+        } catch {
+            // A BEGIN that failed is the cause of what followed it.
+            try await beginAnswered()
+            throw error
         }
+        try await beginAnswered()
         for key in unknown { record.known[key] = found[key] }
         return try await load(keys)
+    }
+
+    /// Waits for the answer to a BEGIN sent without waiting (``pendingBegin``), if any; throws
+    /// its error.
+    func beginAnswered() async throws {
+        guard let begin = pendingBegin else { return }
+        pendingBegin = nil
+        _ = try await begin.get()
     }
 
     /// The stored state and partition of each key; keys never stored are left out. Includes
@@ -365,7 +393,7 @@ package final class WriteTransaction {
         store.committed(self)
         partsCommitted += 1
         await part.committed()
-        try await connection.query("BEGIN", logger: logger)
+        try await connection.query(Self.begin, logger: logger)
         let mode = record.mode
         record = WriteRecord(author: author, depth: depth)
         record.mode = mode
